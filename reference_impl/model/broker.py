@@ -1,0 +1,499 @@
+"""The broker (and the proxy's pop front) of the discrete-event model.
+
+State lives here; every decision is delegated to a rule function in ``reference_impl.rules``,
+called through its module so that a test can swap one rule and see the suites react.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from ..rules import codes, delay as delay_rules, fifo as fifo_rules, retry4x, retry5x, transaction as tx_rules
+
+if TYPE_CHECKING:
+    from .simulation import Simulation
+
+
+@dataclass
+class Message:
+    """A stored message unit, as a consumer would see it (MessageExt)."""
+
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_offset: int
+    body: bytes
+    properties: dict[str, str]
+    reconsume_times: int
+    born_ms: int
+    store_ms: int
+    tran_type: int = 0
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get("TAGS")
+
+    @property
+    def key(self) -> str | None:
+        keys = self.properties.get("KEYS")
+        return keys.split(" ")[0] if keys else None
+
+    @property
+    def message_group(self) -> str | None:
+        return self.properties.get("__SHARDINGKEY")
+
+
+@dataclass
+class TopicConfig:
+    name: str
+    read_queues: int = 4
+    write_queues: int = 4
+    perm: int = 6
+    message_type: str = "NORMAL"
+
+
+@dataclass
+class GroupConfig:
+    """Subscription group config (``SubscriptionGroupConfig``): retry and FIFO settings."""
+
+    name: str
+    retry_max_times: int = retry4x.DEFAULT_RETRY_MAX_TIMES
+    retry_queue_nums: int = retry4x.DEFAULT_RETRY_QUEUE_NUMS
+    fifo: bool = False
+    retry_policy: str = "CUSTOMIZED"
+
+    def settings(self) -> retry5x.ConsumerSettings:
+        return retry5x.consumer_settings(self.retry_max_times, self.retry_policy, fifo=self.fifo)
+
+
+@dataclass
+class BrokerFaults:
+    """Injected failures; counts go down as they are used, -1 means always."""
+
+    send_back_failures: int = 0
+    retry_republish_failures: int = 0
+
+    def take(self, name: str) -> bool:
+        left = getattr(self, name)
+        if left == 0:
+            return False
+        if left > 0:
+            setattr(self, name, left - 1)
+        return True
+
+
+@dataclass
+class InFlight:
+    """A popped, not yet acked message (a pop checkpoint)."""
+
+    message: Message
+    group: str
+    origin_topic: str
+    visible_at: int
+    receipt: str
+    fifo: bool
+    attempt_id: str = ""
+    auto_renew: bool = False
+
+
+@dataclass
+class HalfMessage:
+    message: Message
+    producer_group: str
+    check_times: int = 0
+    resolved: bool = False
+    immunity_seconds: int | None = None
+
+
+@dataclass
+class PutResult:
+    code: int
+    message: Message | None = None
+    remark: str = ""
+
+
+class Broker:
+    """One broker, ``broker-a``, with the 5.x proxy's pop front folded in."""
+
+    name = "broker-a"
+
+    def __init__(self, sim: "Simulation", delay_table: delay_rules.DelayTable = delay_rules.DEFAULT_DELAY_TABLE,
+                 tx_check_interval_ms: int = tx_rules.CHECK_INTERVAL_MS["remoting-4.x"]) -> None:
+        self.sim = sim
+        self.delay_table = delay_table
+        self.topics: dict[str, TopicConfig] = {}
+        self.groups: dict[str, GroupConfig] = {}
+        self.queues: dict[tuple[str, int], list[Message]] = defaultdict(list)
+        self.commit_log: list[Message] = []
+        self.offsets: dict[tuple[str, str, int], int] = {}
+        self.faults = BrokerFaults()
+        self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
+        self._receipts = itertools.count(1)
+        self.in_flight: dict[str, InFlight] = {}
+        self.pop_offsets: dict[tuple[str, str, int], int] = {}
+        self.order_infos: dict[tuple[str, str, int], fifo_rules.OrderInfo] = {}
+        self.halves: list[HalfMessage] = []
+        self.tx_check_interval_ms = tx_check_interval_ms
+        self.tx_checkers: dict[str, Callable[[Message, int], tx_rules.LocalTransactionState | None]] = {}
+        self._tx_scan_scheduled = False
+        self.create_topic(delay_rules.SCHEDULE_TOPIC, delay_rules.SCHEDULE_TOPIC_QUEUE_NUM,
+                          delay_rules.SCHEDULE_TOPIC_QUEUE_NUM)
+
+    # ---- configuration ----------------------------------------------------------------------
+
+    def create_topic(self, name: str, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str = "NORMAL") -> TopicConfig:
+        config = TopicConfig(name, read_queues, write_queues, perm, message_type)
+        self.topics[name] = config
+        return config
+
+    def ensure_topic(self, name: str, queues: int) -> TopicConfig:
+        return self.topics.get(name) or self.create_topic(name, queues, queues, retry4x.PERM_READ_WRITE)
+
+    def group(self, name: str) -> GroupConfig:
+        if name not in self.groups:
+            self.groups[name] = GroupConfig(name)
+        return self.groups[name]
+
+    def on_arrival(self, topic: str, callback: Callable[[], None]) -> None:
+        self._arrival[topic].append(callback)
+
+    def remove_arrival(self, callback: Callable[[], None]) -> None:
+        for callbacks in self._arrival.values():
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+    def _notify(self, topic: str) -> None:
+        for callback in list(self._arrival.get(topic, ())):
+            self.sim.clock.call_later(0, callback)
+
+    # ---- storing ----------------------------------------------------------------------------
+
+    def _append(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str,
+                reconsume_times: int, born_ms: int, tran_type: int = 0) -> Message:
+        queue = self.queues[(topic, queue_id)]
+        message = Message(msg_id, topic, queue_id, len(queue), len(self.commit_log), body, properties,
+                          reconsume_times, born_ms, self.sim.clock.now_ms, tran_type)
+        queue.append(message)
+        self.commit_log.append(message)
+        return message
+
+    def put(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str, *,
+            born_ms: int, reconsume_times: int = 0, tran_type: int = 0,
+            header_reconsume_times: int | None = None, header_max_reconsume_times: int | None = None,
+            dlq_context: tuple[str, str] | None = None) -> PutResult:
+        """Store one message: retry/DLQ redirect, half messages, delay and timer routing, then append."""
+        props = dict(properties)
+        if topic.startswith(retry4x.RETRY_TOPIC_PREFIX) and header_reconsume_times is not None:
+            group = topic[len(retry4x.RETRY_TOPIC_PREFIX):]
+            decision = retry4x.handle_retry_and_dlq(
+                topic, queue_id, header_reconsume_times, header_max_reconsume_times,
+                int(props.get("DELAY", "0") or 0), group_exists=True,
+                group_retry_max_times=self.group(group).retry_max_times)
+            if decision.code != codes.R_SUCCESS:
+                return PutResult(decision.code)
+            if decision.topic != topic:
+                props.pop("DELAY", None)
+                return self._store_dlq(decision.topic, props, msg_id, header_reconsume_times, born_ms, body)
+            self.ensure_topic(topic, 1)
+            reconsume_times = header_reconsume_times
+        if props.get("TRAN_MSG") == "true" and tran_type == delay_rules.TRANSACTION_PREPARED_TYPE:
+            half_topic, half_qid, half_props = tx_rules.half_message(topic, queue_id, props, props.get("PGROUP", ""))
+            self.ensure_topic(half_topic, 1)
+            message = self._append(half_topic, half_qid, body, half_props, msg_id, reconsume_times, born_ms, tran_type)
+            return PutResult(codes.R_SUCCESS, message)
+        try:
+            placement = delay_rules.route_timer_message(topic, queue_id, props, self.sim.clock.now_ms,
+                                                        max_level=self.delay_table.max_level)
+        except delay_rules.TimerMessageIllegal as exc:
+            return PutResult(codes.R_MESSAGE_ILLEGAL, remark=str(exc))
+        message = self._append(placement.topic, placement.queue_id, body, dict(placement.properties), msg_id,
+                               reconsume_times, born_ms, tran_type)
+        if placement.topic == delay_rules.SCHEDULE_TOPIC:
+            deliver_at = delay_rules.schedule_tags_code(int(message.properties["DELAY"]), message.store_ms,
+                                                        self.delay_table)
+            self.sim.clock.call_at(deliver_at, lambda m=message: self._schedule_timeup(m))
+        elif placement.topic == delay_rules.TIMER_TOPIC:
+            self.sim.clock.call_at(int(message.properties["TIMER_OUT_MS"]), lambda m=message: self._timer_timeup(m))
+        else:
+            self._notify(placement.topic)
+        return PutResult(codes.R_SUCCESS, message)
+
+    def _schedule_timeup(self, scheduled: Message) -> None:
+        """``messageTimeup``: back to the real topic with DELAY cleared (DELAY-06)."""
+        placement = delay_rules.restore_from_schedule(scheduled.properties)
+        if placement.topic == tx_rules.HALF_TOPIC:
+            return
+        message = self._append(placement.topic, placement.queue_id, scheduled.body, dict(placement.properties),
+                               scheduled.msg_id, scheduled.reconsume_times, scheduled.born_ms, scheduled.tran_type)
+        self._notify(message.topic)
+
+    def _timer_timeup(self, timed: Message) -> None:
+        props = dict(timed.properties)
+        topic, qid = props["REAL_TOPIC"], int(props["REAL_QID"])
+        for key in ("TIMER_OUT_MS", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"):
+            props.pop(key, None)
+        self._append(topic, qid, timed.body, props, timed.msg_id, timed.reconsume_times, timed.born_ms)
+        self._notify(topic)
+
+    def _store_dlq(self, dlq: str, props: dict[str, str], msg_id: str, reconsume_times: int, born_ms: int,
+                   body: bytes) -> PutResult:
+        self.ensure_topic(dlq, retry4x.DLQ_NUMS_PER_GROUP)
+        message = self._append(dlq, 0, body, props, msg_id, reconsume_times, born_ms)
+        group = dlq[len(retry4x.DLQ_TOPIC_PREFIX):]
+        self.sim.emit_dlq(group, message)
+        return PutResult(codes.R_SUCCESS, message)
+
+    # ---- 4.x send-back (RETRY-CONC-04) ------------------------------------------------------
+
+    def consumer_send_msg_back(self, group: str, message: Message, origin_topic: str, delay_level: int,
+                               max_reconsume_times: int | None) -> int:
+        if self.faults.take("send_back_failures"):
+            return codes.R_SYSTEM_ERROR
+        config = self.group(group)
+        result = retry4x.consumer_send_msg_back(
+            group, origin_topic, message.reconsume_times, message.properties, message.msg_id, delay_level,
+            max_reconsume_times, retry_queue_nums=config.retry_queue_nums,
+            group_retry_max_times=config.retry_max_times, group_exists=True)
+        if result.code != codes.R_SUCCESS or not result.stored:
+            return result.code
+        assert result.topic is not None and result.queue_id is not None
+        props = dict(result.properties)
+        if result.topic.startswith(retry4x.DLQ_TOPIC_PREFIX):
+            self._store_dlq(result.topic, props, message.msg_id, result.reconsume_times, message.born_ms, message.body)
+            return codes.R_SUCCESS
+        self.ensure_topic(result.topic, config.retry_queue_nums)
+        put = self.put(result.topic, result.queue_id, message.body, props, message.msg_id,
+                       born_ms=message.born_ms, reconsume_times=result.reconsume_times)
+        return put.code
+
+    def republish_to_retry(self, group: str, message: Message, properties: dict[str, str]) -> int:
+        """A client's inner-producer send to ``%RETRY%group`` (RETRY-CONC-08, ORDER-4X-03)."""
+        if self.faults.take("retry_republish_failures"):
+            return codes.R_SYSTEM_ERROR
+        props = dict(properties)
+        header_rt = int(props.pop("RECONSUME_TIME"))
+        header_max = int(props.pop("MAX_RECONSUME_TIMES"))
+        return self.put(retry4x.retry_topic(group), 0, message.body, props, message.msg_id, born_ms=message.born_ms,
+                        header_reconsume_times=header_rt, header_max_reconsume_times=header_max).code
+
+    # ---- 5.x pop (RETRY-5X-06..10, FIFO-04..06) ---------------------------------------------
+
+    def _new_receipt(self) -> str:
+        return f"rh-{next(self._receipts)}"
+
+    def pop(self, group: str, topic: str, invisible_ms: int, max_messages: int, attempt_id: str,
+            fifo: bool, auto_renew: bool = False) -> list[InFlight]:
+        """Pop for a gRPC consumer. ``auto_renew`` models the proxy renewing a push consumer's handles
+        while it holds them, until STOP_RENEW after 3 h (RETRY-5X-09)."""
+        max_attempts = self.group(group).settings().backoff.max_attempts
+        if auto_renew:
+            invisible_ms = retry5x.RENEW_MAX_TIME_MS
+        if fifo:
+            return self._pop_fifo(group, topic, invisible_ms, max_messages, attempt_id, max_attempts)
+        out: list[InFlight] = []
+        retry = retry4x.pop_retry_topic_v1(group, topic)
+        for source in (topic, retry):
+            config = self.topics.get(source)
+            if config is None:
+                continue
+            for qid in range(config.read_queues):
+                queue = self.queues.get((source, qid), [])
+                key = (group, source, qid)
+                offset = self.pop_offsets.get(key, 0)
+                while offset < len(queue) and len(out) < max_messages:
+                    message = queue[offset]
+                    offset += 1
+                    if retry5x.pop_filter(message.reconsume_times, max_attempts) == "TO_DLQ":
+                        self.forward_to_dlq(group, message, topic)
+                        continue
+                    flight = self._check_out(message, group, topic, invisible_ms, fifo=False)
+                    flight.auto_renew = auto_renew
+                    out.append(flight)
+                self.pop_offsets[key] = offset
+        return out
+
+    def _check_out(self, message: Message, group: str, origin_topic: str, invisible_ms: int, fifo: bool,
+                   attempt_id: str = "") -> InFlight:
+        flight = InFlight(message, group, origin_topic, self.sim.clock.now_ms + invisible_ms, self._new_receipt(),
+                          fifo, attempt_id)
+        self.in_flight[flight.receipt] = flight
+        if not fifo:
+            self.sim.clock.call_at(flight.visible_at, lambda r=flight.receipt, v=flight.visible_at: self._expire(r, v))
+        return flight
+
+    def _expire(self, receipt: str, visible_at: int) -> None:
+        """An un-acked pop checkpoint expires: revive a copy into the pop retry topic (RETRY-5X-10)."""
+        flight = self.in_flight.get(receipt)
+        if flight is None or flight.visible_at != visible_at:
+            return
+        if flight.auto_renew:
+            flight.auto_renew = False
+            policy = self.group(flight.group).settings().backoff
+            flight.visible_at = visible_at + retry5x.server_next_delay_ms(policy, flight.message.reconsume_times)
+            self.sim.clock.call_at(flight.visible_at, lambda r=receipt, v=flight.visible_at: self._expire(r, v))
+            return
+        del self.in_flight[receipt]
+        message = flight.message
+        retry = retry4x.pop_retry_topic_v1(flight.group, flight.origin_topic)
+        self.ensure_topic(retry, 1)
+        props = dict(message.properties)
+        props.setdefault("RETRY_TOPIC", retry)
+        props.setdefault("ORIGIN_MESSAGE_ID", message.msg_id)
+        self._append(retry, 0, message.body, props, message.msg_id,
+                     retry5x.revive_reconsume_times(message.reconsume_times), message.born_ms)
+        self._notify(retry)
+
+    def ack(self, receipt: str) -> int:
+        flight = self.in_flight.pop(receipt, None)
+        if flight is None:
+            return codes.INVALID_RECEIPT_HANDLE
+        if flight.fifo:
+            self._fifo_commit(flight)
+        return codes.OK
+
+    def change_invisible_duration(self, receipt: str, invisible_ms: int) -> tuple[int, str | None]:
+        flight = self.in_flight.pop(receipt, None)
+        if flight is None:
+            return codes.INVALID_RECEIPT_HANDLE, None
+        retry5x.change_invisible_ms(invisible_ms)
+        flight.auto_renew = False
+        flight.visible_at = self.sim.clock.now_ms + invisible_ms
+        flight.receipt = self._new_receipt()
+        self.in_flight[flight.receipt] = flight
+        if not flight.fifo:
+            self.sim.clock.call_at(flight.visible_at, lambda r=flight.receipt, v=flight.visible_at: self._expire(r, v))
+        return codes.OK, flight.receipt
+
+    def forward_to_dlq(self, group: str, message: Message, origin_topic: str) -> int:
+        """``forwardMessageToDeadLetterQueue``: send-back with level -1 and max 0 (RETRY-5X-07)."""
+        result = retry4x.consumer_send_msg_back(group, origin_topic, message.reconsume_times, message.properties,
+                                                message.msg_id, -1, 0)
+        assert result.topic is not None
+        self._store_dlq(result.topic, dict(result.properties), message.msg_id, result.reconsume_times,
+                        message.born_ms, message.body)
+        return codes.OK
+
+    def forward_in_flight_to_dlq(self, receipt: str) -> int:
+        flight = self.in_flight.pop(receipt, None)
+        if flight is None:
+            return codes.INVALID_RECEIPT_HANDLE
+        self.forward_to_dlq(flight.group, flight.message, flight.origin_topic)
+        if flight.fifo:
+            self._fifo_commit(flight)
+        return codes.OK
+
+    def _pop_fifo(self, group: str, topic: str, invisible_ms: int, max_messages: int, attempt_id: str,
+                  max_attempts: int) -> list[InFlight]:
+        config = self.topics.get(topic)
+        out: list[InFlight] = []
+        if config is None:
+            return out
+        now = self.sim.clock.now_ms
+        for qid in range(config.read_queues):
+            key = (group, topic, qid)
+            info = self.order_infos.get(key)
+            if info is not None and info.need_block(attempt_id, now, invisible_ms):
+                continue
+            queue = self.queues.get((topic, qid), [])
+            offset = self.pop_offsets.get(key, 0)
+            batch = queue[offset:offset + max_messages]
+            if not batch:
+                continue
+            offsets = [m.queue_offset for m in batch]
+            counts = fifo_rules.merge_consumed_count(info, offsets, attempt_id)
+            new_info = fifo_rules.OrderInfo(fifo_rules.OrderInfo.build_offset_list(offsets), now, invisible_ms,
+                                            attempt_id, offset_consumed_count=counts)
+            self.order_infos[key] = new_info
+            for message in batch:
+                count = counts.get(message.queue_offset, 0)
+                view = Message(**{**message.__dict__, "reconsume_times": count if count > 0 else message.reconsume_times})
+                if retry5x.pop_filter(view.reconsume_times, max_attempts) == "TO_DLQ":
+                    self.forward_to_dlq(group, view, topic)
+                    fifo_rules.commit_and_next(new_info, message.queue_offset, new_info.pop_time)
+                    continue
+                out.append(self._check_out(view, group, topic, invisible_ms, fifo=True, attempt_id=attempt_id))
+            nxt = new_info.next_offset()
+            if nxt >= 0 and all(new_info.is_acked(i) for i in range(len(new_info.offset_list))):
+                self.pop_offsets[key] = nxt
+            self.sim.clock.call_at(now + invisible_ms, lambda t=topic: self._notify(t))
+        return out
+
+    def _fifo_commit(self, flight: InFlight) -> None:
+        key = (flight.group, flight.origin_topic, flight.message.queue_id)
+        info = self.order_infos.get(key)
+        if info is None:
+            return
+        nxt = fifo_rules.commit_and_next(info, flight.message.queue_offset, info.pop_time)
+        if nxt >= 0:
+            self.pop_offsets[key] = nxt
+        self._notify(flight.origin_topic)
+
+    # ---- transactions (TX-01..05) ------------------------------------------------------------
+
+    def put_half(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str,
+                 producer_group: str, immunity_seconds: int | None = None) -> HalfMessage:
+        props = dict(properties)
+        props["TRAN_MSG"] = "true"
+        props["PGROUP"] = producer_group
+        put = self.put(topic, queue_id, body, props, msg_id, born_ms=self.sim.clock.now_ms,
+                       tran_type=delay_rules.TRANSACTION_PREPARED_TYPE)
+        assert put.message is not None
+        half = HalfMessage(put.message, producer_group, immunity_seconds=immunity_seconds)
+        self.halves.append(half)
+        self._schedule_tx_scan()
+        return half
+
+    def end_transaction(self, half: HalfMessage, state: tx_rules.LocalTransactionState, producer_group: str) -> str | None:
+        if half.resolved or state is tx_rules.LocalTransactionState.UNKNOW:
+            return None
+        error = tx_rules.end_transaction_error(half.message.properties, producer_group)
+        if error:
+            return error
+        half.resolved = True
+        if state is tx_rules.LocalTransactionState.COMMIT_MESSAGE:
+            topic, qid, props = tx_rules.committed_message(half.message.properties)
+            self.put(topic, qid, half.message.body, props, half.message.msg_id, born_ms=half.message.born_ms,
+                     tran_type=delay_rules.TRANSACTION_COMMIT_TYPE)
+        op_topic, op_qid, tag, body = tx_rules.op_message(half.message.queue_id, half.message.queue_offset)
+        self.ensure_topic(op_topic, 1)
+        self._append(op_topic, op_qid, body.encode(), {"TAGS": tag}, f"op-{half.message.msg_id}", 0,
+                     self.sim.clock.now_ms)
+        return None
+
+    def _schedule_tx_scan(self) -> None:
+        if self._tx_scan_scheduled:
+            return
+        self._tx_scan_scheduled = True
+        interval = self.tx_check_interval_ms
+        next_scan = (self.sim.clock.now_ms // interval + 1) * interval
+        self.sim.clock.call_at(next_scan, self._tx_scan)
+
+    def _tx_scan(self) -> None:
+        """One pass of the transaction check service (TX-03, TX-04)."""
+        self._tx_scan_scheduled = False
+        now = self.sim.clock.now_ms
+        for half in self.halves:
+            if half.resolved:
+                continue
+            decision = tx_rules.check_decision(now, half.message.born_ms, half.check_times, half.resolved,
+                                               half.immunity_seconds)
+            if decision is tx_rules.CheckDecision.DISCARD:
+                half.resolved = True
+                self.ensure_topic(tx_rules.CHECK_MAX_TIME_TOPIC, 1)
+                self._append(tx_rules.CHECK_MAX_TIME_TOPIC, 0, half.message.body, dict(half.message.properties),
+                             half.message.msg_id, 0, half.message.born_ms)
+                self.sim.emit_tx("TX_DISCARD", half, {"check_times": half.check_times})
+            elif decision is tx_rules.CheckDecision.CHECK:
+                half.check_times += 1
+                self.sim.emit_tx("TX_CHECK", half, {"check_times": half.check_times})
+                checker = self.tx_checkers.get(half.producer_group)
+                state = checker(half.message, half.check_times) if checker else None
+                if state is not None and state is not tx_rules.LocalTransactionState.UNKNOW:
+                    self.end_transaction(half, state, half.producer_group)
+                    self.sim.emit_tx("TX_END", half, {"state": state.value, "source": "SERVER_CHECK"})
+        if any(not h.resolved for h in self.halves):
+            self._schedule_tx_scan()

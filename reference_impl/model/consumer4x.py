@@ -1,0 +1,208 @@
+"""4.x remoting push consumers: concurrent and orderly, clustering and broadcasting.
+
+RETRY-CONC-01..10 and ORDER-4X-01..04 decide; this module keeps the per-queue state and moves
+messages through them on the virtual clock.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..rules import codes, orderly4x, retry4x
+from ..rules.retry4x import ConsumeStatus, ListenerOutcome
+from .broker import Message
+from .views import Listener, MessageView
+
+if TYPE_CHECKING:
+    from .simulation import Simulation
+
+QueueKey = tuple[str, int]
+
+
+class PushConsumer4x:
+    def __init__(self, sim: "Simulation", group: str, topic: str, listener: Listener, client_id: str, *,
+                 orderly: bool = False, broadcasting: bool = False, max_reconsume_times: int = -1,
+                 suspend_ms: int = orderly4x.DEFAULT_SUSPEND_MS, delay_level_when_next_consume: int = 0) -> None:
+        self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
+        self.orderly, self.broadcasting = orderly, broadcasting
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_ms = suspend_ms
+        self.delay_level_when_next_consume = delay_level_when_next_consume
+        self.subscriptions = retry4x.push_subscriptions(group, topic, "*", broadcasting)
+        self.assigned: set[QueueKey] = set()
+        self._pull: dict[QueueKey, int] = {}
+        self._local_offsets: dict[QueueKey, int] = {}
+        self._pending_local: dict[QueueKey, set[int]] = {}
+        self._suspended_until: dict[QueueKey, int] = {}
+        self._local_rt: dict[tuple[QueueKey, int], int] = {}
+        self.running = False
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.running = True
+        for topic in self.subscriptions:
+            self.sim.broker.on_arrival(topic, self.pump)
+        self.sim.join(self)
+
+    def shutdown(self) -> None:
+        self.running = False
+        self.sim.broker.remove_arrival(self.pump)
+        self.sim.leave(self)
+
+    def all_queues(self) -> list[QueueKey]:
+        out = []
+        for topic in sorted(self.subscriptions):
+            config = self.sim.broker.topics.get(topic)
+            if config is None and topic.startswith(retry4x.RETRY_TOPIC_PREFIX):
+                config = self.sim.broker.ensure_topic(topic, self.sim.broker.group(self.group).retry_queue_nums)
+            if config is not None:
+                out.extend((topic, q) for q in range(config.read_queues))
+        return out
+
+    def assign(self, queues: set[QueueKey]) -> None:
+        dropped = self.assigned - queues
+        for key in dropped:
+            self._pull.pop(key, None)
+            self._pending_local.pop(key, None)
+        self.assigned = set(queues)
+        self.sim.emit("REBALANCE", group=self.group, client_id=self.client_id,
+                      detail={"queues": ",".join(f"{t}:{q}" for t, q in sorted(self.assigned))})
+        self.sim.clock.call_later(0, self.pump)
+
+    # ---- offsets (RETRY-CONC-03, OFFSET-03) ---------------------------------------------------
+
+    def _committed(self, key: QueueKey) -> int:
+        if self.broadcasting:
+            return self._local_offsets.get(key, 0)
+        return self.sim.broker.offsets.get((self.group, key[0], key[1]), 0)
+
+    def _commit(self, key: QueueKey, offset: int) -> None:
+        if offset < 0:
+            return
+        pending = self._pending_local.get(key)
+        if pending:
+            offset = min(offset, min(pending))
+        if self.broadcasting:
+            self._local_offsets[key] = max(self._local_offsets.get(key, 0), offset)
+        else:
+            store_key = (self.group, key[0], key[1])
+            if offset <= self.sim.broker.offsets.get(store_key, 0):
+                return
+            self.sim.broker.offsets[store_key] = offset
+        self.sim.emit("OFFSET_COMMIT", group=self.group, client_id=self.client_id, topic=key[0], queue_id=key[1],
+                      queue_offset=offset)
+
+    # ---- consumption ------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        if not self.running:
+            return
+        for key in sorted(self.assigned):
+            queue = self.sim.broker.queues.get(key, [])
+            if key not in self._pull:
+                self._pull[key] = self._committed(key)
+            while self._pull[key] < len(queue):
+                if self.orderly and self._suspended_until.get(key, -1) > self.sim.clock.now_ms:
+                    break
+                message = queue[self._pull[key]]
+                if self.orderly:
+                    if not self._consume_orderly(key, message):
+                        break
+                else:
+                    self._consume_concurrently(key, message, message.reconsume_times)
+                self._pull[key] += 1
+
+    def _view(self, message: Message, reconsume_times: int) -> MessageView:
+        topic = retry4x.topic_seen_by_listener(message.topic, message.properties, self.group)
+        return MessageView(message.msg_id, topic, message.key, message.tags, message.body, reconsume_times,
+                           reconsume_times + 1, message.queue_id, message.queue_offset, message.topic,
+                           message.message_group, dict(message.properties))
+
+    def _deliver(self, view: MessageView) -> ListenerOutcome:
+        self.sim.emit_deliver(self.group, self.client_id, view)
+        outcome = self.listener(view)
+        kind = "CONSUME_OK" if outcome is ListenerOutcome.SUCCESS else "CONSUME_FAIL"
+        self.sim.emit(kind, topic=view.topic, group=self.group, client_id=self.client_id, msg_id=view.msg_id,
+                      key=view.key, attempt=view.delivery_attempt, queue_id=view.queue_id,
+                      queue_offset=view.queue_offset, detail={"outcome": outcome.value})
+        return outcome
+
+    def _consume_concurrently(self, key: QueueKey, message: Message, reconsume_times: int) -> None:
+        view = self._view(message, reconsume_times)
+        status = retry4x.concurrent_status(self._deliver(view))
+        failed = retry4x.failed_indexes(1, status)
+        resubmitted = False
+        if failed and not self.broadcasting:
+            resubmitted = not self._send_back(view, message)
+        if resubmitted:
+            self._pending_local.setdefault(key, set()).add(message.queue_offset)
+            self.sim.clock.call_later(retry4x.LOCAL_RESUBMIT_DELAY_MS,
+                                      lambda: self._local_resubmit(key, message, reconsume_times + 1))
+        self._commit(key, message.queue_offset + 1)
+
+    def _local_resubmit(self, key: QueueKey, message: Message, reconsume_times: int) -> None:
+        """RETRY-CONC-03: the client re-runs a message whose send-back failed, 5 s later, rt + 1."""
+        pending = self._pending_local.get(key)
+        if not self.running or key not in self.assigned or not pending or message.queue_offset not in pending:
+            return
+        pending.discard(message.queue_offset)
+        self._consume_concurrently(key, message, reconsume_times)
+
+    def _send_back(self, view: MessageView, message: Message) -> bool:
+        """Send-back, then the inner-producer fallback (RETRY-CONC-03, -04, -08). False = both failed."""
+        effective_max = retry4x.effective_max_reconsume_times(self.max_reconsume_times, orderly=False)
+        msg = message if message.reconsume_times == view.reconsume_times else _with_rt(message, view.reconsume_times)
+        code = self.sim.broker.consumer_send_msg_back(self.group, msg, view.topic,
+                                                      self.delay_level_when_next_consume, effective_max)
+        if code == codes.R_SUCCESS:
+            self._note_retry(view, effective_max, via="send_back")
+            return True
+        props = retry4x.fallback_republish_properties(msg.properties, view.topic, msg.msg_id, view.reconsume_times,
+                                                      effective_max)
+        if self.sim.broker.republish_to_retry(self.group, msg, props) == codes.R_SUCCESS:
+            self._note_retry(view, effective_max, via="fallback")
+            return True
+        return False
+
+    def _note_retry(self, view: MessageView, effective_max: int, via: str) -> None:
+        if view.reconsume_times >= effective_max:
+            return
+        if via == "fallback" and view.reconsume_times + 1 >= effective_max:
+            return
+        level = retry4x.retry_level_for(view.reconsume_times) if self.delay_level_when_next_consume == 0 \
+            else self.delay_level_when_next_consume
+        self.sim.emit("RETRY_SCHEDULED", topic=view.topic, group=self.group, client_id=self.client_id,
+                      msg_id=view.msg_id, key=view.key, attempt=view.delivery_attempt + 1, delay_level=level,
+                      expected_delay_ms=self.sim.delay_ms(level), detail={"via": via})
+
+    def _consume_orderly(self, key: QueueKey, message: Message) -> bool:
+        """One orderly step on a queue; False when the queue is suspended (ORDER-4X-01..03)."""
+        rt = self._local_rt.get((key, message.queue_offset), message.reconsume_times)
+        view = self._view(message, rt)
+        status = orderly4x.orderly_status(self._deliver(view))
+        check = None
+        if status is orderly4x.OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+            check = orderly4x.check_reconsume_times([rt], self.max_reconsume_times)
+            if check.to_dlq:
+                props = orderly4x.dlq_publish_properties(dict(message.properties), view.topic, message.msg_id, rt,
+                                                         orderly4x.orderly_max_reconsume_times(self.max_reconsume_times))
+                if self.sim.broker.republish_to_retry(self.group, _with_rt(message, rt), props) != codes.R_SUCCESS:
+                    check = orderly4x.ReconsumeCheck(True, (), (rt + 1,))
+        suspend = orderly4x.suspend_time_ms(-1, self.suspend_ms)
+        result = orderly4x.process_consume_result([message.queue_offset], status, True, check, suspend)
+        if result.redeliver_after_ms is not None:
+            assert check is not None
+            self._local_rt[(key, message.queue_offset)] = check.new_reconsume_times[0]
+            self._suspended_until[key] = self.sim.clock.now_ms + result.redeliver_after_ms
+            self.sim.emit("RETRY_SCHEDULED", topic=view.topic, group=self.group, client_id=self.client_id,
+                          msg_id=view.msg_id, key=view.key, attempt=view.delivery_attempt + 1,
+                          expected_delay_ms=result.redeliver_after_ms, detail={"via": "orderly_local"})
+            self.sim.clock.call_later(result.redeliver_after_ms, self.pump)
+            return False
+        self._local_rt.pop((key, message.queue_offset), None)
+        self._commit(key, result.commit_offset)
+        return True
+
+
+def _with_rt(message: Message, reconsume_times: int) -> Message:
+    return Message(**{**message.__dict__, "reconsume_times": reconsume_times})

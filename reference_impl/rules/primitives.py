@@ -1,0 +1,112 @@
+"""Java-compatible primitives the rules are built on (PRIM-01..04).
+
+Pure functions, no state. Each reproduces the arithmetic of the Java (or Guava) function named in
+the spec entry, so that Python results equal what a JVM computes for the same input.
+"""
+from __future__ import annotations
+
+import hashlib
+
+INT_MIN = -(1 << 31)
+INT_MAX = (1 << 31) - 1
+_MASK32 = 0xFFFFFFFF
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def to_int32(value: int) -> int:
+    """Wrap an integer into Java's signed 32-bit range."""
+    value &= _MASK32
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+def to_int64(value: int) -> int:
+    """Wrap an integer into Java's signed 64-bit range."""
+    value &= _MASK64
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode`` over UTF-16 code units (PRIM-01)."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return to_int32(h)
+
+
+def java_rem(a: int, b: int) -> int:
+    """Java ``a % b``: truncates toward zero, result has the sign of the dividend (PRIM-01)."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def java_abs_int(value: int) -> int:
+    """Java ``Math.abs(int)``: ``Math.abs(Integer.MIN_VALUE) == Integer.MIN_VALUE`` (PRIM-01)."""
+    return value if value == INT_MIN else abs(value)
+
+
+def guava_consistent_hash(key: int, buckets: int) -> int:
+    """Guava ``Hashing.consistentHash(long, int)`` (PRIM-02)."""
+    if buckets <= 0:
+        raise ValueError(f"buckets must be positive, got {buckets}")
+    state, candidate = key & _MASK64, 0
+    while True:
+        state = (2862933555777941757 * state + 1) & _MASK64
+        high = to_int32(state >> 33)
+        nxt = (candidate + 1) / ((high + 1) / 2147483648.0)
+        nxt = int(min(nxt, INT_MAX))
+        if 0 <= nxt < buckets:
+            candidate = nxt
+        else:
+            return candidate
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _MASK64
+
+
+def siphash24(data: bytes, k0: int = 0x0706050403020100, k1: int = 0x0F0E0D0C0B0A0908) -> int:
+    """Guava ``Hashing.sipHash24()`` as a signed long (PRIM-03)."""
+    v0 = k0 ^ 0x736F6D6570736575
+    v1 = k1 ^ 0x646F72616E646F6D
+    v2 = k0 ^ 0x6C7967656E657261
+    v3 = k1 ^ 0x7465646279746573
+
+    def rounds(n: int) -> None:
+        nonlocal v0, v1, v2, v3
+        for _ in range(n):
+            v0 = (v0 + v1) & _MASK64
+            v1 = _rotl(v1, 13) ^ v0
+            v0 = _rotl(v0, 32)
+            v2 = (v2 + v3) & _MASK64
+            v3 = _rotl(v3, 16) ^ v2
+            v0 = (v0 + v3) & _MASK64
+            v3 = _rotl(v3, 21) ^ v0
+            v2 = (v2 + v1) & _MASK64
+            v1 = _rotl(v1, 17) ^ v2
+            v2 = _rotl(v2, 32)
+
+    full = len(data) - len(data) % 8
+    for i in range(0, full, 8):
+        m = int.from_bytes(data[i:i + 8], "little")
+        v3 ^= m
+        rounds(2)
+        v0 ^= m
+    tail = int.from_bytes(data[full:], "little") | ((len(data) & 0xFF) << 56)
+    v3 ^= tail
+    rounds(2)
+    v0 ^= tail
+    v2 ^= 0xFF
+    rounds(4)
+    return to_int64(v0 ^ v1 ^ v2 ^ v3)
+
+
+def md5_ring_hash(key: str) -> int:
+    """First four bytes of MD5(key) as an unsigned big-endian int (PRIM-04, ALLOC-03)."""
+    digest = hashlib.md5(key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def sha256_mod(text: str, n: int) -> int:
+    """The Python 5.x SDK's group hash: ``int(sha256(text)) % n`` (FIFO-02)."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big") % n

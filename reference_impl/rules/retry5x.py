@@ -1,0 +1,273 @@
+"""5.x retry policies of the proxy and the rocketmq-clients SDKs (RETRY-5X-01..10). Pure functions.
+
+Two index conventions live side by side here, and the difference is the point of several spec
+entries: the server's ``nextDelayDuration(reconsumeTimes)`` reads ``next[rt + 2]`` while the SDKs'
+``getNextAttemptDelay(attempt)`` read ``durations[attempt - 1]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+from . import codes
+
+Sdk = Literal["java", "python"]
+
+DEFAULT_CUSTOMIZED_NEXT_MS: tuple[int, ...] = (
+    1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
+    480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
+"""``CustomizedRetryPolicy.next`` default, 18 entries (RETRY-5X-01)."""
+
+DEFAULT_EXPONENTIAL_MS = (5000, 7_200_000, 2.0)
+PRODUCER_EXPONENTIAL_MS = (10, 1000, 2.0)
+PRODUCER_MAX_ATTEMPTS = 3
+DEFAULT_RETRY_MAX_TIMES = 16
+RECEIVE_BATCH_SIZE = 32
+LONG_POLLING_TIMEOUT_MS = 20_000
+MAX_BODY_SIZE = 4 * 1024 * 1024
+
+DEFAULT_INVISIBLE_MS = 60_000
+MIN_INVISIBLE_FOR_RECEIVE_MS = 10_000
+MAX_INVISIBLE_MS = 12 * 3_600_000
+RENEW_AHEAD_MS = 10_000
+RENEW_MAX_TIME_MS = 3 * 3_600_000
+RENEW_STEPS_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
+MAX_RENEW_RETRY_TIMES = 3
+FAILED_RPC_RETRY_MS = 1000
+PYTHON_NO_POLICY_NACK_MS = 30_000
+PYTHON_DEFAULT_DELAY_S = 1
+
+
+@dataclass(frozen=True)
+class BackoffPolicy:
+    """``Settings.backoff_policy`` as the proxy sends it (RETRY-5X-01)."""
+
+    max_attempts: int
+    strategy: Literal["CUSTOMIZED", "EXPONENTIAL"]
+    customized_ms: tuple[int, ...] = ()
+    initial_ms: int = 0
+    max_ms: int = 0
+    multiplier: float = 0.0
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """Consumer part of the Settings a proxy answers with (RETRY-5X-01)."""
+
+    backoff: BackoffPolicy
+    fifo: bool = False
+    receive_batch_size: int = RECEIVE_BATCH_SIZE
+    long_polling_timeout_ms: int = LONG_POLLING_TIMEOUT_MS
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    backoff: BackoffPolicy
+    max_body_size: int = MAX_BODY_SIZE
+    validate_message_type: bool = True
+
+
+def consumer_settings(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES, policy: str = "CUSTOMIZED",
+                      customized_ms: Sequence[int] = DEFAULT_CUSTOMIZED_NEXT_MS,
+                      exponential_ms: tuple[int, int, float] = DEFAULT_EXPONENTIAL_MS,
+                      fifo: bool = False) -> ConsumerSettings:
+    """``mergeSubscriptionData``: max_attempts = retryMaxTimes + 1 (RETRY-5X-01)."""
+    if policy == "CUSTOMIZED":
+        backoff = BackoffPolicy(retry_max_times + 1, "CUSTOMIZED", tuple(customized_ms))
+    else:
+        initial, maximum, mult = exponential_ms
+        backoff = BackoffPolicy(retry_max_times + 1, "EXPONENTIAL", (), initial, maximum, mult)
+    return ConsumerSettings(backoff, fifo)
+
+
+def producer_settings() -> ProducerSettings:
+    """``mergeProducerData``: 3 attempts, exponential 10 ms / 1 s / x2 (RETRY-5X-01)."""
+    initial, maximum, mult = PRODUCER_EXPONENTIAL_MS
+    return ProducerSettings(BackoffPolicy(PRODUCER_MAX_ATTEMPTS, "EXPONENTIAL", (), initial, maximum, mult))
+
+
+def server_customized_delay_ms(reconsume_times: int, next_ms: Sequence[int] = DEFAULT_CUSTOMIZED_NEXT_MS) -> int:
+    """``CustomizedRetryPolicy.nextDelayDuration``: ``next[rt + 2]``, clamped (RETRY-5X-02)."""
+    if reconsume_times < 0:
+        reconsume_times = 0  # rt < 0 behaves as index 2 (vector rt=-1 -> 10000)
+    index = min(reconsume_times + 2, len(next_ms) - 1)
+    return next_ms[index]
+
+
+def server_exponential_delay_ms(reconsume_times: int, initial_ms: int = DEFAULT_EXPONENTIAL_MS[0],
+                                max_ms: int = DEFAULT_EXPONENTIAL_MS[1],
+                                multiplier: float = DEFAULT_EXPONENTIAL_MS[2]) -> int:
+    """``ExponentialRetryPolicy.nextDelayDuration``: rt clamped to [0, 32] (RETRY-5X-02)."""
+    rt = max(0, min(32, reconsume_times))
+    return min(max_ms, int(initial_ms * int(multiplier ** rt)))
+
+
+def server_next_delay_ms(policy: BackoffPolicy, reconsume_times: int) -> int:
+    """The group policy's server-side delay, used on STOP_RENEW (RETRY-5X-02, RETRY-5X-09)."""
+    if policy.strategy == "CUSTOMIZED":
+        return server_customized_delay_ms(reconsume_times, policy.customized_ms)
+    return server_exponential_delay_ms(reconsume_times, policy.initial_ms, policy.max_ms, policy.multiplier)
+
+
+def java_customized_delay_ms(attempt: int, durations_ms: Sequence[int] = DEFAULT_CUSTOMIZED_NEXT_MS) -> int:
+    """Java ``CustomizedBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-03)."""
+    if attempt <= 0:
+        raise ValueError(f"attempt must be positive, got {attempt}")
+    return durations_ms[min(attempt, len(durations_ms)) - 1]
+
+
+def java_exponential_delay_ms(attempt: int, initial_ms: float, max_ms: float, multiplier: float) -> float:
+    """Java ``ExponentialBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-04)."""
+    if attempt <= 0:
+        raise ValueError(f"attempt must be positive, got {attempt}")
+    delay = min(initial_ms * multiplier ** (attempt - 1), max_ms)
+    return 0 if delay <= 0 else delay
+
+
+def python_customized_durations_s(durations_ms: Sequence[int]) -> list[int]:
+    """The Python SDK keeps only whole seconds of each server duration (RETRY-5X-05)."""
+    return [d // 1000 for d in durations_ms]
+
+
+def python_customized_delay_s(attempt: int, durations_s: Sequence[int]) -> float:
+    """Python ``CustomizedBackoffRetryPolicy.get_next_attempt_delay`` (RETRY-5X-05).
+
+    Attempt 0 returns the last element (Java raises); an empty list gives 1 s.
+    """
+    if attempt < 0:
+        raise ValueError(f"attempt must not be negative, got {attempt}")
+    if not durations_s:
+        return PYTHON_DEFAULT_DELAY_S
+    return durations_s[-1] if attempt > len(durations_s) else durations_s[attempt - 1]
+
+
+def python_exponential_delay_s(attempt: int, initial_s: float, max_s: float, multiplier: float) -> float:
+    """Python ``ExponentialBackoffRetryPolicy.get_next_attempt_delay`` in seconds (RETRY-5X-05)."""
+    if not initial_s or not max_s or not multiplier:
+        return PYTHON_DEFAULT_DELAY_S
+    return min(initial_s * multiplier ** (attempt - 1), max_s)
+
+
+def delivery_attempt(reconsume_times: int) -> int:
+    """The proxy sets ``deliveryAttempt = reconsumeTimes + 1`` (RETRY-5X-06)."""
+    return reconsume_times + 1
+
+
+@dataclass(frozen=True)
+class SdkRetryPolicy:
+    """The consumer retry policy an SDK actually runs with after the settings sync."""
+
+    max_attempts: int
+    delay_ms: tuple[int, ...] = field(default_factory=tuple)   # by attempt, 1-based via index attempt-1
+    strategy: str = "CUSTOMIZED"
+    exponential: tuple[float, float, float] = (0, 0, 0)
+
+    def next_attempt_delay_ms(self, attempt: int) -> int:
+        if self.strategy == "EXPONENTIAL":
+            return int(java_exponential_delay_ms(attempt, *self.exponential))
+        return java_customized_delay_ms(attempt, self.delay_ms)
+
+
+def sdk_consumer_policy(sdk: Sdk, settings: ConsumerSettings) -> SdkRetryPolicy:
+    """What each SDK derives from the server's backoff policy (RETRY-5X-03..06).
+
+    Java keeps nanosecond durations and either strategy. Python keeps whole seconds of a customized
+    list, and for an exponential group policy falls back to its own customized policy with no
+    durations (1 s every time) and 17 attempts.
+    """
+    b = settings.backoff
+    if sdk == "java":
+        if b.strategy == "CUSTOMIZED":
+            return SdkRetryPolicy(b.max_attempts, tuple(b.customized_ms))
+        return SdkRetryPolicy(b.max_attempts, (), "EXPONENTIAL", (b.initial_ms, b.max_ms, b.multiplier))
+    if b.strategy == "CUSTOMIZED":
+        seconds = python_customized_durations_s(b.customized_ms)
+        return SdkRetryPolicy(b.max_attempts, tuple(s * 1000 for s in seconds))
+    return SdkRetryPolicy(17, (PYTHON_DEFAULT_DELAY_S * 1000,))
+
+
+def nack_invisible_ms(policy: SdkRetryPolicy, attempt: int) -> int:
+    """Invisible duration a push consumer asks for after a failed attempt (RETRY-5X-06)."""
+    return policy.next_attempt_delay_ms(attempt)
+
+
+def pop_filter(reconsume_times: int, max_attempts: int, tag_matches: bool = True) -> str:
+    """``PopMessageResultFilterImpl``: NO_MATCH, TO_DLQ (rt >= maxAttempts), else DELIVER (RETRY-5X-07)."""
+    if not tag_matches:
+        return "NO_MATCH"
+    if reconsume_times >= max_attempts:
+        return "TO_DLQ"
+    return "DELIVER"
+
+
+def fifo_local_attempts(sdk: Sdk, server_delivery_attempt: int, max_attempts: int) -> list[int]:
+    """The attempt numbers a FIFO push consumer runs locally on a message that keeps failing (RETRY-5X-08).
+
+    Java starts from the server's deliveryAttempt; Python always counts from 1.
+    """
+    first = server_delivery_attempt if sdk == "java" else 1
+    return list(range(first, max(first, max_attempts) + 1))
+
+
+def fifo_local_waits_ms(sdk: Sdk, server_delivery_attempt: int, policy: SdkRetryPolicy) -> list[int]:
+    """Waits between consecutive local FIFO attempts: ``delay(attempt)`` after each failed attempt < max (RETRY-5X-08)."""
+    attempts = fifo_local_attempts(sdk, server_delivery_attempt, policy.max_attempts)
+    return [policy.next_attempt_delay_ms(a) for a in attempts[:-1]]
+
+
+class IllegalInvisibleTime(ValueError):
+    code = codes.ILLEGAL_INVISIBLE_TIME
+
+
+def receive_invisible_ms(requested_ms: int, auto_renew: bool, proxy_auto_renew: bool = True) -> int:
+    """``ReceiveMessage`` invisible time: 60 s under auto-renew, else validated [10 s, 12 h] (RETRY-5X-09)."""
+    if auto_renew and proxy_auto_renew:
+        return DEFAULT_INVISIBLE_MS
+    if not MIN_INVISIBLE_FOR_RECEIVE_MS <= requested_ms <= MAX_INVISIBLE_MS:
+        raise IllegalInvisibleTime(f"illegal invisible time {requested_ms} ms")
+    return requested_ms
+
+
+def change_invisible_ms(requested_ms: int) -> int:
+    """``ChangeInvisibleDuration`` accepts 0..12 h (RETRY-5X-09)."""
+    if not 0 <= requested_ms <= MAX_INVISIBLE_MS:
+        raise IllegalInvisibleTime(f"illegal invisible time {requested_ms} ms")
+    return requested_ms
+
+
+def renew_invisible_ms(renew_times: int) -> int:
+    """``RenewStrategyPolicy``: 1m, 3m, 5m, 10m, 30m, 1h by renew count (RETRY-5X-09)."""
+    return RENEW_STEPS_MS[min(renew_times, len(RENEW_STEPS_MS) - 1)]
+
+
+def renew_due(next_visible_ms: int, now_ms: int) -> bool:
+    """A handle is renewed when it has 10 s or less left (RETRY-5X-09)."""
+    return next_visible_ms - now_ms <= RENEW_AHEAD_MS
+
+
+def renew_stopped(consume_start_ms: int, now_ms: int) -> bool:
+    """After 3 h of consumption the proxy stops renewing (STOP_RENEW) (RETRY-5X-09)."""
+    return now_ms - consume_start_ms >= RENEW_MAX_TIME_MS
+
+
+def long_polling_ms(requested_ms: int | None, remaining_ms: int, request_timeout_ms: int) -> int:
+    """Long-polling time clamped to [5 s, 20 s] and the deadline; < 5 s left -> ILLEGAL_POLLING_TIME (RETRY-5X-09)."""
+    if remaining_ms < 5000:
+        raise ValueError(codes.ILLEGAL_POLLING_TIME)
+    value = requested_ms if requested_ms is not None else remaining_ms - request_timeout_ms // 2
+    return min(max(5000, min(20_000, value)), remaining_ms)
+
+
+def revive_reconsume_times(reconsume_times: int) -> int:
+    """A revived pop message is written back with ``reconsumeTimes + 1`` (RETRY-5X-10)."""
+    return reconsume_times + 1
+
+
+def pop_init_offset(min_offset: int, max_offset: int, offset_zero_in_memory: bool, init_mode_max: bool = True,
+                    retry_topic: bool = False) -> int:
+    """``PopMessageProcessor.getInitOffset`` for a new group (RETRY-5X-10)."""
+    if not init_mode_max or retry_topic:
+        return min_offset
+    if min_offset <= 0 and offset_zero_in_memory:
+        return 0
+    return max(0, max_offset - 1)

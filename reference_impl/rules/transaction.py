@@ -1,0 +1,103 @@
+"""Transaction messages: half messages, end transaction, the check loop, discard (TX-01..06)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping
+
+from . import codes
+from .delay import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRANSACTION_CHECK_MAX = 15
+TRANSACTION_TIMEOUT_MS = 6000
+FILE_RESERVED_TIME_MS = 72 * 3_600_000
+CHECK_INTERVAL_MS = {"remoting-4.x": 60_000, "grpc-5.x": 30_000}
+MAX_TRANSACTION_RECOVERY_SECOND = 3600
+OP_TAG = "d"
+
+
+class LocalTransactionState(enum.Enum):
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"
+
+
+def half_message(topic: str, queue_id: int, properties: Mapping[str, str], producer_group: str) -> tuple[str, int, dict[str, str]]:
+    """Where the broker stores a prepared message and with which properties (TX-01)."""
+    props = dict(properties)
+    props.pop("DELAY", None)
+    props["TRAN_MSG"] = "true"
+    props["PGROUP"] = producer_group
+    props["REAL_TOPIC"] = topic
+    props["REAL_QID"] = str(queue_id)
+    return HALF_TOPIC, 0, props
+
+
+def local_state_after_send(send_status: str, listener_state: LocalTransactionState | None) -> LocalTransactionState:
+    """The local transaction runs only on SEND_OK; flush/slave failures roll back; null -> UNKNOW (TX-01)."""
+    if send_status in ("FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"):
+        return LocalTransactionState.ROLLBACK_MESSAGE
+    if listener_state is None:
+        return LocalTransactionState.UNKNOW
+    return listener_state
+
+
+def commit_or_rollback_flag(state: LocalTransactionState) -> int:
+    """``endTransaction`` header: COMMIT 8, ROLLBACK 12, UNKNOW 0 (TX-02)."""
+    return {LocalTransactionState.COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE,
+            LocalTransactionState.ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE,
+            LocalTransactionState.UNKNOW: TRANSACTION_NOT_TYPE}[state]
+
+
+def committed_message(half_properties: Mapping[str, str]) -> tuple[str, int, dict[str, str]]:
+    """A commit restores REAL_TOPIC/REAL_QID (removed from the properties) and clears TRAN_MSG (TX-02)."""
+    props = dict(half_properties)
+    topic = props.pop("REAL_TOPIC")
+    queue_id = int(props.pop("REAL_QID"))
+    props.pop("TRAN_MSG", None)
+    return topic, queue_id, props
+
+
+def end_transaction_error(half_properties: Mapping[str, str], producer_group: str) -> str | None:
+    """The broker's producer-group check on END_TRANSACTION (TX-02)."""
+    if half_properties.get("PGROUP") != producer_group:
+        return "The producer group wrong"
+    return None
+
+
+class CheckDecision(enum.Enum):
+    DONE = "DONE"          # resolved by an op message
+    DISCARD = "DISCARD"    # check count reached, or too old
+    WAIT = "WAIT"          # inside the immunity time: stop scanning this queue
+    CHECK = "CHECK"        # send CHECK_TRANSACTION_STATE, re-append with the count + 1
+
+
+def check_decision(now_ms: int, born_ms: int, check_times: int, resolved: bool,
+                   immunity_seconds: int | None = None,
+                   check_max: int = TRANSACTION_CHECK_MAX,
+                   timeout_ms: int = TRANSACTION_TIMEOUT_MS) -> CheckDecision:
+    """One step of the check loop for a half message (TX-03, TX-04)."""
+    if resolved:
+        return CheckDecision.DONE
+    if check_times >= check_max or now_ms - born_ms > FILE_RESERVED_TIME_MS:
+        return CheckDecision.DISCARD
+    immunity = immunity_seconds * 1000 if immunity_seconds is not None else timeout_ms
+    age = now_ms - born_ms
+    if 0 <= age < immunity:
+        return CheckDecision.WAIT
+    if age > immunity or age < 0:
+        return CheckDecision.CHECK
+    return CheckDecision.WAIT
+
+
+def op_message(half_queue_id: int, half_queue_offset: int) -> tuple[str, int, str, str]:
+    """The op message written after commit or rollback: topic, queue, tag, body (TX-05)."""
+    return OP_HALF_TOPIC, half_queue_id, OP_TAG, str(half_queue_offset)
+
+
+def validate_recovery_seconds(seconds: int) -> int:
+    """Proxy: orphaned_transaction_recovery_duration above 3600 s is BAD_REQUEST (TX-06)."""
+    return codes.BAD_REQUEST if seconds > MAX_TRANSACTION_RECOVERY_SECOND else codes.OK
