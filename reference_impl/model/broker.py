@@ -289,9 +289,12 @@ class Broker:
             fifo: bool, auto_renew: bool = False) -> list[InFlight]:
         """Pop for a gRPC consumer. ``auto_renew`` models the proxy renewing a push consumer's handles
         while it holds them, until STOP_RENEW after 3 h (RETRY-5X-09)."""
-        max_attempts = self.group(group).settings().backoff.max_attempts
+        policy = self.group(group).settings().backoff
+        max_attempts = policy.max_attempts
         if auto_renew:
             invisible_ms = retry5x.RENEW_MAX_TIME_MS
+            if fifo:  # STOP_RENEW after 3 h: the group's server-side delay follows (RETRY-5X-02)
+                invisible_ms += retry5x.server_next_delay_ms(policy, 0)
         if fifo:
             return self._pop_fifo(group, topic, invisible_ms, max_messages, attempt_id, max_attempts)
         out: list[InFlight] = []

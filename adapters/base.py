@@ -1,0 +1,126 @@
+"""The ``Target`` interface every adapter implements, and the errors and capabilities around it.
+
+A suite talks only to this interface. A capability a target lacks turns the test into "not
+applicable" with the target's reason, never into a pass.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Callable, Iterable, Protocol
+
+from reference_impl.model.views import Listener, MessageView, SendResult
+from reference_impl.rules.transaction import LocalTransactionState
+from spark_checks.eventlog import Event
+
+CAPABILITIES = {
+    "clock.virtual": "time can be advanced instantly (a virtual clock)",
+    "send.sync": "synchronous send", "send.async": "asynchronous send", "send.oneway": "one-way send",
+    "send.batch": "batch send",
+    "delay.level": "4.x delay levels", "delay.timer": "5.x delivery timestamps",
+    "consumer.push4x.concurrent": "4.x push consumer, concurrent", "consumer.push4x.orderly": "4.x push consumer, orderly",
+    "consumer.push4x.broadcast": "4.x broadcasting consumption",
+    "consumer.simple5x": "5.x simple consumer", "consumer.push5x": "5.x push consumer",
+    "consumer.push5x.fifo": "5.x FIFO push consumer",
+    "sdk.java": "can act as the Java 5.x SDK", "sdk.python": "can act as the Python 5.x SDK",
+    "transactions": "transactional messages with a scripted check",
+    "inspect.broker": "broker internals (schedule topic, DLQ contents, properties) can be read",
+    "fault.send_back": "CONSUMER_SEND_MSG_BACK failures can be injected",
+    "fault.retry_republish": "failures of the client's retry-topic republish can be injected",
+}
+
+
+class TargetError(Exception):
+    """A target cannot be created or reached; one line with the address and the cause."""
+
+
+class NotApplicable(Exception):
+    """The target lacks a capability or a profile; the message is the recorded reason."""
+
+
+class ProducerHandle(Protocol):
+    def send(self, topic: str, body: bytes = b"", *, key: str | None = None, tags: str | None = None,
+             message_group: str | None = None, delay_level: int = 0, delivery_timestamp_ms: int | None = None,
+             mode: str = "sync") -> SendResult: ...
+
+
+class ConsumerHandle(Protocol):
+    def shutdown(self) -> None: ...
+
+
+class Target(abc.ABC):
+    """A system under test: the reference, a proxy, a container or a driver process."""
+
+    name: str
+    profile: str
+    capabilities: frozenset[str]
+    time_scale: float = 1.0
+
+    def require(self, *capabilities: str) -> None:
+        missing = [c for c in capabilities if c not in self.capabilities]
+        if missing:
+            raise NotApplicable(f"target {self.name} lacks {', '.join(missing)} "
+                                f"({'; '.join(CAPABILITIES.get(c, c) for c in missing)})")
+
+    # topics and groups
+    @abc.abstractmethod
+    def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str = "NORMAL") -> None: ...
+
+    @abc.abstractmethod
+    def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None: ...
+
+    # clients
+    @abc.abstractmethod
+    def producer(self, group: str = "P") -> ProducerHandle: ...
+
+    @abc.abstractmethod
+    def transaction_producer(self, group: str,
+                             check: Callable[[str | None, int], LocalTransactionState | None]) -> object: ...
+
+    @abc.abstractmethod
+    def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
+                         broadcasting: bool = False, max_reconsume_times: int = -1,
+                         suspend_ms: int = 1000) -> ConsumerHandle: ...
+
+    @abc.abstractmethod
+    def simple_consumer_5x(self, group: str, topic: str) -> object: ...
+
+    @abc.abstractmethod
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java") -> ConsumerHandle: ...
+
+    # faults and inspection
+    def inject_fault(self, name: str, count: int = 1) -> None:
+        self.require(f"fault.{name}")
+
+    def stored_messages(self, topic: str) -> list[dict[str, object]]:
+        self.require("inspect.broker")
+        return []
+
+    # time
+    @abc.abstractmethod
+    def now_ms(self) -> int: ...
+
+    @abc.abstractmethod
+    def advance(self, delta_ms: int) -> None: ...
+
+    @abc.abstractmethod
+    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool: ...
+
+    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+        """Let everything pending happen (all retries, DLQs, checks), bounded by ``max_ms`` of spec time."""
+        self.advance(max_ms)
+
+    # results
+    @abc.abstractmethod
+    def events(self) -> list[Event]: ...
+
+    def close(self) -> None:
+        """Release whatever the target holds."""
+
+
+def deliveries(events: Iterable[Event], key: str, group: str | None = None) -> list[Event]:
+    return [e for e in events if e.kind == "DELIVER" and e.key == key and (group is None or e.group == group)]
+
+
+__all__ = ["Target", "TargetError", "NotApplicable", "CAPABILITIES", "MessageView", "SendResult", "deliveries"]

@@ -1,0 +1,99 @@
+"""The in-process reference target: the discrete-event model behind the ``Target`` interface."""
+from __future__ import annotations
+
+from typing import Callable
+
+from reference_impl.model.broker import Message
+from reference_impl.model.simulation import PROFILES, Simulation
+from reference_impl.model.views import Listener
+from reference_impl.rules.transaction import LocalTransactionState
+from spark_checks.eventlog import Event
+
+from .base import NotApplicable, Target
+
+_COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
+           "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish"}
+_BY_PROFILE = {
+    "remoting-4.x": _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
+    "grpc-5.x": _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
+                           "sdk.java", "sdk.python"},
+}
+
+
+class ReferenceTarget(Target):
+    """Runs on a virtual clock: ``advance`` is instant, and a seed fixes every id and timestamp."""
+
+    def __init__(self, profile: str = "remoting-4.x", *, run_id: str = "run", seed: int = 0) -> None:
+        if profile not in PROFILES:
+            raise NotApplicable(f"the reference implements {', '.join(PROFILES)}; profile {profile!r} is not modelled")
+        self.name = "reference"
+        self.profile = profile
+        self.capabilities = frozenset(_BY_PROFILE[profile])
+        self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed)
+
+    def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str = "NORMAL") -> None:
+        self.sim.broker.create_topic(name, read_queues, write_queues, perm, message_type)
+
+    def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+        group = self.sim.broker.group(name)
+        group.retry_max_times, group.fifo = retry_max_times, fifo
+        group.retry_policy, group.retry_queue_nums = retry_policy, retry_queue_nums
+
+    def producer(self, group: str = "P"):
+        return self.sim.producer(group)
+
+    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None]):
+        self.require("transactions")
+        return self.sim.transaction_producer(group, check)
+
+    def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
+                         broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000):
+        self.require("consumer.push4x.orderly" if orderly else "consumer.push4x.concurrent")
+        if broadcasting:
+            self.require("consumer.push4x.broadcast")
+        return self.sim.push_consumer_4x(group, topic, listener, orderly=orderly, broadcasting=broadcasting,
+                                         max_reconsume_times=max_reconsume_times, suspend_ms=suspend_ms)
+
+    def simple_consumer_5x(self, group: str, topic: str):
+        self.require("consumer.simple5x")
+        return self.sim.simple_consumer_5x(group, topic)
+
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java"):
+        self.require("consumer.push5x", f"sdk.{sdk}")
+        if self.sim.broker.group(group).fifo:
+            self.require("consumer.push5x.fifo")
+        return self.sim.push_consumer_5x(group, topic, listener, sdk)  # type: ignore[arg-type]
+
+    def inject_fault(self, name: str, count: int = 1) -> None:
+        self.require(f"fault.{name}")
+        attribute = {"send_back": "send_back_failures", "retry_republish": "retry_republish_failures"}[name]
+        setattr(self.sim.broker.faults, attribute, count)
+
+    def stored_messages(self, topic: str) -> list[dict[str, object]]:
+        out = []
+        for (stored_topic, _), queue in sorted(self.sim.broker.queues.items()):
+            if stored_topic == topic:
+                out.extend(_as_record(m) for m in queue)
+        return out
+
+    def now_ms(self) -> int:
+        return self.sim.clock.now_ms
+
+    def advance(self, delta_ms: int) -> None:
+        self.sim.advance(delta_ms)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        return self.sim.clock.wait_until(predicate, timeout_ms)
+
+    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+        self.sim.run_until_idle(max_ms)
+
+    def events(self) -> list[Event]:
+        return self.sim.recorder.events
+
+
+def _as_record(m: Message) -> dict[str, object]:
+    return {"msg_id": m.msg_id, "topic": m.topic, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
+            "reconsume_times": m.reconsume_times, "properties": dict(m.properties), "store_ms": m.store_ms}

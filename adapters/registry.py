@@ -1,0 +1,29 @@
+"""Turn a ``--target`` string into a ``Target`` factory, or a one-line error."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .base import Target, TargetError
+
+KNOWN_FORMS = "reference, grpc://HOST:PORT, container:IMAGE or driver:CMD"
+PLANNED = {"grpc": "the gRPC adapter", "container": "the container adapter", "driver": "the driver-protocol adapter"}
+
+
+def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
+    """Return (kind, factory(profile=..., run_id=..., seed=...)) for a ``--target`` value."""
+    if spec == "reference":
+        from .reference import ReferenceTarget
+
+        return "reference", ReferenceTarget
+    kind = spec.split("://", 1)[0] if "://" in spec else spec.split(":", 1)[0]
+    if kind in PLANNED and spec != kind:
+        raise TargetError(f"--target {spec}: {PLANNED[kind]} is not part of this build yet; "
+                          f"available now: reference")
+    raise TargetError(f"unknown --target {spec!r}: expected {KNOWN_FORMS}")
+
+
+def target_profiles(kind: str) -> tuple[str, ...]:
+    """Profiles a target kind can run."""
+    if kind == "reference":
+        return ("remoting-4.x", "grpc-5.x")
+    return ("grpc-5.x",)

@@ -1,0 +1,25 @@
+"""``rmqc``: the command line of rocketmq-conformance."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import run_command, spec_command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rmqc", description="RocketMQ conformance suite and spec harness")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_command.add_parser(sub)
+    spec_command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

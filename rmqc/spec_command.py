@@ -1,0 +1,88 @@
+"""``rmqc spec list | show ID | coverage [--strict] [--area A]``."""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from spec.coverage import compute_coverage
+from spec.loader import SpecError, load_spec
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("spec", help="list, show and check coverage of the spec")
+    spec_sub = parser.add_subparsers(dest="spec_command", required=True)
+    p_list = spec_sub.add_parser("list", help="one line per behaviour: ID, area, title")
+    p_list.add_argument("--area", action="append", help="only these areas (repeatable)")
+    p_show = spec_sub.add_parser("show", help="everything the spec says about one behaviour")
+    p_show.add_argument("id")
+    p_cov = spec_sub.add_parser("coverage", help="reference rule and tests per behaviour")
+    p_cov.add_argument("--strict", action="store_true",
+                       help="exit 1 on a behaviour without a rule or a test, or a citation of an unknown ID")
+    p_cov.add_argument("--area", action="append", help="only these areas (repeatable)")
+    p_cov.add_argument("--gaps", action="store_true", help="print only the behaviours with gaps")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec()
+    except SpecError as exc:
+        print(f"rmqc spec: error: {exc}", file=sys.stderr)
+        return 2
+    areas = set(args.area) if getattr(args, "area", None) else None
+    if areas:
+        unknown = areas - set(spec.areas)
+        if unknown:
+            print(f"rmqc spec: error: unknown area {', '.join(sorted(unknown))}; known: {', '.join(sorted(spec.areas))}",
+                  file=sys.stderr)
+            return 2
+    if args.spec_command == "list":
+        for b in spec.behaviours.values():
+            if not areas or b.area in areas:
+                print(f"{b.id:<14} {b.area:<11} {b.title}")
+        return 0
+    if args.spec_command == "show":
+        try:
+            b = spec.get(args.id)
+        except SpecError as exc:
+            print(f"rmqc spec: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"{b.id} — {b.title}  [{b.area}]  ({b.file}:{b.line})")
+        print(textwrap.indent(b.statement, "  "))
+        for profile, exp in b.profiles.items():
+            print(f"  {profile}: " + (exp["expect"] if exp["applies"] else f"not applicable ({exp['reason']})"))
+        if b.defaults:
+            print("  defaults: " + ", ".join(f"{k}={v}" for k, v in b.defaults.items()))
+        for seed in b.sources.get("seeds", []):
+            print(f"  seed: {seed['file']} — {seed['section']}")
+        for up in b.sources.get("upstream", []):
+            print(f"  upstream: {up}")
+        for doc in b.sources.get("docs", []):
+            print(f"  docs: {doc}")
+        if b.vectors:
+            print("  vectors: " + " ".join(b.vectors.split()))
+        for d in b.divergences:
+            print(f"  divergence {d['claim']}: docs say {d['docs_say']!r}; held by {', '.join(d['held_by'])}")
+        return 0
+    coverage = compute_coverage(spec)
+    gaps = coverage.gaps(spec, areas)
+    for b in spec.behaviours.values():
+        if areas and b.area not in areas:
+            continue
+        rules = coverage.rules.get(b.id, [])
+        tests = coverage.tests.get(b.id, [])
+        if args.gaps and b.id not in gaps:
+            continue
+        status = "ok " if b.id not in gaps else "GAP"
+        missing = f"  (no {' and no '.join(gaps[b.id])})" if b.id in gaps else ""
+        print(f"{status} {b.id:<14} rules: {', '.join(rules) or '-'}")
+        print(f"    {'':<14} tests: {len(tests)}{(' — ' + ', '.join(tests[:3]) + (' …' if len(tests) > 3 else '')) if tests else ''}{missing}")
+    for line in coverage.unknown_citations:
+        print(f"UNKNOWN ID {line}")
+    total = sum(1 for b in spec.behaviours.values() if not areas or b.area in areas)
+    print(f"{total - len(gaps)}/{total} behaviours have a reference rule and a test; {len(gaps)} gaps; "
+          f"{len(coverage.unknown_citations)} unknown citations")
+    if args.strict and (gaps or coverage.unknown_citations):
+        return 1
+    return 0

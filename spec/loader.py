@@ -1,0 +1,167 @@
+"""Load and validate the spec: behaviour files and scenario files.
+
+Every problem is reported as one line naming the file, the line and the ID it concerns, e.g.
+``spec/behaviours/delay.yaml:42: DELAY-03: 'statement' is a required property``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+import yaml
+
+SPEC_DIR = Path(__file__).resolve().parent
+BEHAVIOURS_DIR = SPEC_DIR / "behaviours"
+SCENARIOS_DIR = SPEC_DIR / "scenarios"
+SCHEMAS_DIR = SPEC_DIR / "schemas"
+PROFILES = ("remoting-4.x", "grpc-5.x", "docs")
+
+
+class SpecError(Exception):
+    """A spec or scenario file is malformed; the message is one line with file, line and ID."""
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    id: str
+    area: str
+    title: str
+    statement: str
+    profiles: Mapping[str, Mapping[str, Any]]
+    defaults: Mapping[str, Any]
+    sources: Mapping[str, Any]
+    vectors: str = ""
+    divergences: tuple[Mapping[str, Any], ...] = ()
+    kind: str = "behaviour"
+    related: tuple[str, ...] = ()
+    file: str = ""
+    line: int = 0
+
+    def applies_to(self, profile: str) -> bool:
+        return bool(self.profiles[profile]["applies"])
+
+
+@dataclass
+class Spec:
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    areas: dict[str, str] = field(default_factory=dict)
+
+    def by_area(self) -> dict[str, list[Behaviour]]:
+        out: dict[str, list[Behaviour]] = {}
+        for b in self.behaviours.values():
+            out.setdefault(b.area, []).append(b)
+        return out
+
+    def get(self, behaviour_id: str) -> Behaviour:
+        try:
+            return self.behaviours[behaviour_id]
+        except KeyError:
+            raise SpecError(f"unknown spec ID {behaviour_id!r} (try `rmqc spec list`)") from None
+
+
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict[str, Any]:
+    return json.loads((SCHEMAS_DIR / name).read_text())
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _node_at(node: yaml.Node, path: Iterable[Any]) -> yaml.Node:
+    """Follow a JSON path through a composed YAML node tree as far as it goes."""
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == part), None)
+            if nxt is None:
+                return node
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            return node
+    return node
+
+
+def _id_near_line(text: str, line: int, id_key: str) -> str:
+    pattern = re.compile(rf"^\s*-?\s*{id_key}:\s*['\"]?([A-Za-z0-9-]+)")
+    found = "?"
+    for i, row in enumerate(text.splitlines(), start=1):
+        if i > line:
+            break
+        m = pattern.match(row)
+        if m:
+            found = m.group(1)
+    return found
+
+
+def load_yaml_validated(path: Path, schema_name: str, id_key: str = "id") -> tuple[Any, yaml.Node]:
+    """Parse a YAML file and validate it; raise SpecError with file, line and ID on any problem."""
+    shown = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        problem = " ".join(str(p) for p in (exc.problem, exc.context) if p)
+        raise SpecError(f"{shown}:{line}: {_id_near_line(text, line, id_key)}: YAML syntax error: {problem}") from None
+    if root is None or data is None:
+        raise SpecError(f"{shown}:1: ?: the file is empty")
+    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        error = errors[0]
+        node = _node_at(root, error.absolute_path)
+        line = node.start_mark.line + 1
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise SpecError(f"{shown}:{line}: {_id_near_line(text, line, id_key)}: at {where}: {error.message}{more}")
+    return data, root
+
+
+def load_spec(directory: Path | None = None) -> Spec:
+    """Load every ``behaviours/*.yaml``; duplicate IDs across files are an error."""
+    directory = directory or BEHAVIOURS_DIR
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise SpecError(f"{_display(directory)}: no behaviour files (*.yaml) found")
+    spec = Spec()
+    for path in files:
+        data, root = load_yaml_validated(path, "behaviour-file.schema.json")
+        items = _node_at(root, ["behaviours"])
+        spec.areas[data["area"]] = data["title"]
+        for index, raw in enumerate(data["behaviours"]):
+            line = items.value[index].start_mark.line + 1
+            bid = raw["id"]
+            if bid in spec.behaviours:
+                other = spec.behaviours[bid]
+                raise SpecError(f"{_display(path)}:{line}: {bid}: duplicate ID, first defined at {other.file}:{other.line}")
+            spec.behaviours[bid] = Behaviour(
+                id=bid, area=data["area"], title=raw["title"], statement=raw["statement"].strip(),
+                profiles=raw["profiles"], defaults=raw.get("defaults") or {}, sources=raw["sources"],
+                vectors=(raw.get("vectors") or "").strip(), divergences=tuple(raw.get("divergences") or ()),
+                kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
+                file=_display(path), line=line)
+    for b in spec.behaviours.values():
+        for ref in list(b.related) + [d["claim"] for d in b.divergences]:
+            if ref not in spec.behaviours:
+                raise SpecError(f"{b.file}:{b.line}: {b.id}: refers to unknown ID {ref}")
+    return spec
+
+
+@lru_cache(maxsize=1)
+def default_spec() -> Spec:
+    return load_spec()

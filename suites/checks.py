@@ -1,0 +1,117 @@
+"""Checkers: a function from a history to a verdict with a counterexample (Jepsen-style).
+
+Every failure message starts with the spec ID it breaks, e.g. ``[RETRY-CONC-07] key m0: ...``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from adapters.base import Target
+
+from .oracle import Expected, Oracle
+from .plugin import inconclusive
+from .scenario import Life, Scenario
+
+
+class SpecViolation(AssertionError):
+    """A behaviour broke its spec; ``spec_id`` names it."""
+
+    def __init__(self, spec_id: str, message: str) -> None:
+        super().__init__(f"[{spec_id}] {message}")
+        self.spec_id = spec_id
+
+
+def require(condition: bool, spec_id: str, message: str) -> None:
+    if not condition:
+        raise SpecViolation(spec_id, message)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far an observed wait may be from the documented one, in spec time."""
+
+    absolute_ms: int = 0
+    relative: float = 0.0
+
+    def allowed(self, expected_ms: int) -> float:
+        return self.absolute_ms + self.relative * expected_ms
+
+
+def tolerance_for(target: Target) -> Tolerance:
+    """Exact on a virtual clock; real clocks get 250 ms plus 5 % (recorded in the run)."""
+    if "clock.virtual" in target.capabilities:
+        return Tolerance()
+    return Tolerance(250, 0.05)
+
+
+def check_life(key: str, observed: Life, expected: Expected, tolerance: Tolerance) -> None:
+    """Deliveries, waits and the final state of one message against the spec's expectation."""
+    count_id = "RETRY-5X-07" if "RETRY-5X-07" in expected.spec_ids else expected.spec_ids[0]
+    timing_id = next((s for s in expected.spec_ids if s in ("RETRY-CONC-07", "ORDER-4X-02", "RETRY-5X-06",
+                                                             "RETRY-5X-08")), expected.spec_ids[0])
+    final_id = next((s for s in expected.spec_ids if s in ("RETRY-CONC-04", "RETRY-CONC-02", "ORDER-4X-03",
+                                                            "RETRY-5X-07", "RETRY-5X-08")), expected.spec_ids[0])
+    require(observed.deliveries == expected.deliveries, count_id,
+            f"key {key}: {observed.deliveries} deliveries, the spec says {expected.deliveries}")
+    band = []
+    for i, (seen, want) in enumerate(zip(observed.waits_ms, expected.waits_ms), start=2):
+        off = abs(seen - want)
+        if off > 2 * tolerance.allowed(want):
+            raise SpecViolation(timing_id, f"key {key}: delivery {i} came {seen} ms after the previous one, "
+                                           f"the spec says {want} ms (tolerance {tolerance.allowed(want):.0f} ms)")
+        if off > tolerance.allowed(want):
+            band.append(i)
+    require(observed.final == expected.final, final_id,
+            f"key {key}: ended {observed.final}, the spec says {expected.final}")
+    if band:
+        inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
+
+
+def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Oracle, tolerance: Tolerance) -> None:
+    """Every message of the scenario against the oracle, and the scenario's own ``expect`` lines."""
+    pinned = {line["key"] for line in scenario.expect}
+    for plan in scenario.messages:
+        if plan.key in pinned:
+            continue  # a pinned scenario's own expectation replaces the oracle for this key
+        require(plan.key in observed, "RETRY-CONC-03" if scenario.profile == "remoting-4.x" else "RETRY-5X-06",
+                f"key {plan.key}: never delivered")
+        life = observed[plan.key]
+        expected = oracle.expected(scenario.consumer, plan.failures, max_reconsume_times=scenario.max_reconsume_times,
+                                   retry_max_times=scenario.retry_max_times)
+        if scenario.consumer == "push4x-broadcast":
+            expected = Expected(expected.deliveries * scenario.instances, (0,) * (scenario.instances - 1),
+                                expected.final, expected.spec_ids)
+        check_life(plan.key, life, expected, tolerance)
+    for line in scenario.expect:
+        life = observed.get(line["key"])
+        sid = scenario.spec[0]
+        require(life is not None, sid, f"{scenario.id}: key {line['key']} never delivered")
+        assert life is not None
+        if "deliveries" in line:
+            require(life.deliveries == line["deliveries"], sid,
+                    f"{scenario.id}: key {line['key']}: {life.deliveries} deliveries, scenario expects {line['deliveries']}")
+        if "waits_ms" in line:
+            want = list(line["waits_ms"])
+            close = len(life.waits_ms) == len(want) and all(
+                abs(a - b) <= tolerance.allowed(b) for a, b in zip(life.waits_ms, want))
+            require(close, sid, f"{scenario.id}: key {line['key']}: waits {list(life.waits_ms)}, scenario expects {want}")
+        if "final" in line:
+            require(life.final == line["final"], sid,
+                    f"{scenario.id}: key {line['key']}: ended {life.final}, scenario expects {line['final']}")
+
+
+def check_differential(observed: Mapping[str, Life], predicted: Mapping[str, Life], tolerance: Tolerance,
+                       spec_ids: Iterable[str]) -> None:
+    """The target's lives against the reference's prediction for the same scenario."""
+    sid = next(iter(spec_ids))
+    require(set(observed) == set(predicted), sid,
+            f"messages seen {sorted(observed)} differ from the reference prediction {sorted(predicted)}")
+    for key, want in predicted.items():
+        seen = observed[key]
+        require(seen.deliveries == want.deliveries and seen.final == want.final, sid,
+                f"key {key}: observed {seen.deliveries} deliveries ending {seen.final}; reference predicts "
+                f"{want.deliveries} ending {want.final}")
+        for i, (a, b) in enumerate(zip(seen.waits_ms, want.waits_ms), start=2):
+            require(abs(a - b) <= 2 * tolerance.allowed(b), sid,
+                    f"key {key}: wait before delivery {i} is {a} ms; reference predicts {b} ms")

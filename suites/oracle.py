@@ -1,0 +1,121 @@
+"""What the spec says a trace must look like, restated from the spec's own data.
+
+The oracle reads parameters from ``spec/behaviours/*.yaml`` (defaults of DELAY-01, RETRY-CONC-06,
+ORDER-4X-02, RETRY-5X-01) and restates the documented formulas in a few lines each, independently
+of ``reference_impl``. A broken reference rule therefore disagrees with the oracle and fails the
+suite, even when the target under test is the reference itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from spec.loader import Spec, default_spec
+
+INT_MAX = 2**31 - 1
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def spec_durations_ms(text: str) -> list[int]:
+    """``"1s 5s 10s"`` -> ``[1000, 5000, 10000]`` (the format of DELAY-01 and RETRY-5X-01 defaults)."""
+    return [int(tok[:-1]) * _UNITS[tok[-1]] for tok in text.split()]
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The documented life of one message in one consumer group."""
+
+    deliveries: int
+    waits_ms: tuple[int, ...]    # wait before delivery 2, 3, ...
+    final: str                   # CONSUMED, DLQ or DROPPED
+    spec_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Oracle:
+    spec: Spec
+
+    @property
+    def delay_table_ms(self) -> list[int]:
+        """DELAY-01: level i has the i-th token's delay."""
+        return spec_durations_ms(self.spec.get("DELAY-01").defaults["messageDelayLevel"])
+
+    def level_delay_ms(self, level: int) -> int:
+        table = self.delay_table_ms
+        return table[min(level, len(table)) - 1]
+
+    def concurrent_max(self, max_reconsume_times: int) -> int:
+        """RETRY-CONC-06: -1 means the documented concurrent default."""
+        d = self.spec.get("RETRY-CONC-06").defaults
+        return int(d["concurrentEffective"]) if max_reconsume_times == -1 else max_reconsume_times
+
+    def orderly_max(self, max_reconsume_times: int) -> int:
+        d = self.spec.get("RETRY-CONC-06").defaults
+        return int(d["orderlyEffective"]) if max_reconsume_times == -1 else max_reconsume_times
+
+    def orderly_suspend_ms(self) -> int:
+        d = self.spec.get("ORDER-4X-02").defaults
+        return max(int(d["clampMinMs"]), min(int(d["clampMaxMs"]), int(d["suspendCurrentQueueTimeMillis"])))
+
+    def customized_ms(self) -> list[int]:
+        return spec_durations_ms(self.spec.get("RETRY-5X-01").defaults["customizedNext"])
+
+    def max_attempts(self, retry_max_times: int | None = None) -> int:
+        """RETRY-5X-01: max_attempts = retryMaxTimes + 1."""
+        d = self.spec.get("RETRY-5X-01").defaults
+        return (int(d["retryMaxTimes"]) if retry_max_times is None else retry_max_times) + 1
+
+    # ---- per consumer kind ------------------------------------------------------------------
+
+    def push4x_concurrent(self, failures: int, max_reconsume_times: int = -1) -> Expected:
+        """RETRY-CONC-04/-06/-07: the k-th retry waits level 3 + rt; DLQ when rt reaches max."""
+        limit = self.concurrent_max(max_reconsume_times)
+        retries = min(failures, limit)
+        waits = tuple(self.level_delay_ms(3 + rt) for rt in range(retries))
+        final = "CONSUMED" if failures <= limit else "DLQ"
+        return Expected(retries + 1, waits, final, ("RETRY-CONC-04", "RETRY-CONC-06", "RETRY-CONC-07"))
+
+    def push4x_broadcast(self, failures: int) -> Expected:
+        """RETRY-CONC-02: no retry in broadcasting; a failure is dropped."""
+        return Expected(1, (), "CONSUMED" if failures == 0 else "DROPPED", ("RETRY-CONC-02",))
+
+    def push4x_orderly(self, failures: int, max_reconsume_times: int = -1) -> Expected:
+        """ORDER-4X-02/-03: local retry every suspend time; DLQ once rt reaches a finite max."""
+        limit = self.orderly_max(max_reconsume_times)
+        retries = min(failures, limit)
+        waits = tuple([self.orderly_suspend_ms()] * retries)
+        return Expected(retries + 1, waits, "CONSUMED" if failures <= limit else "DLQ",
+                        ("ORDER-4X-02", "ORDER-4X-03"))
+
+    def push5x(self, failures: int, retry_max_times: int | None = None) -> Expected:
+        """RETRY-5X-06/-07: attempt n fails -> visible again after durations[n-1]; DLQ at max attempts."""
+        attempts = self.max_attempts(retry_max_times)
+        durations = self.customized_ms()
+        delivered = min(failures + 1, attempts)
+        waits = tuple(durations[min(n, len(durations)) - 1] for n in range(1, delivered))
+        return Expected(delivered, waits, "CONSUMED" if failures < attempts else "DLQ",
+                        ("RETRY-5X-01", "RETRY-5X-06", "RETRY-5X-07"))
+
+    def push5x_fifo(self, failures: int, retry_max_times: int | None = None) -> Expected:
+        """RETRY-5X-08: local retries with the same waits, then forward to the DLQ."""
+        e = self.push5x(failures, retry_max_times)
+        return Expected(e.deliveries, e.waits_ms, e.final, ("RETRY-5X-08", "FIFO-04"))
+
+    def expected(self, consumer: str, failures: int, *, max_reconsume_times: int = -1,
+                 retry_max_times: int | None = None) -> Expected:
+        if consumer == "push4x-concurrent":
+            return self.push4x_concurrent(failures, max_reconsume_times)
+        if consumer == "push4x-broadcast":
+            return self.push4x_broadcast(failures)
+        if consumer == "push4x-orderly":
+            return self.push4x_orderly(failures, max_reconsume_times)
+        if consumer == "push5x":
+            return self.push5x(failures, retry_max_times)
+        if consumer == "push5x-fifo":
+            return self.push5x_fifo(failures, retry_max_times)
+        raise ValueError(f"unknown consumer kind {consumer!r}")
+
+
+@lru_cache(maxsize=1)
+def default_oracle() -> Oracle:
+    return Oracle(default_spec())

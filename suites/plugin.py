@@ -1,0 +1,257 @@
+"""The rocketmq-conformance pytest plugin: options, fixtures, markers, verdicts and the run summary.
+
+Options: ``--rmq-target``, ``--rmq-profile``, ``--rmq-out``, ``--rmq-run-id``.
+Markers: ``spec(*ids)`` names the behaviours a test checks; ``profile(name)`` the profile it runs
+under; ``reference_rule`` marks a test of the reference's own pure rules (not applicable to other
+targets). Verdicts per spec ID: pass, fail, inconclusive, not applicable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from adapters.base import NotApplicable, Target, TargetError
+from adapters.registry import target_factory, target_profiles
+from spec.loader import Spec, SpecError, default_spec
+
+# ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
+_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=_SUPPRESSED)
+settings.register_profile("dev", max_examples=60, deadline=None, print_blob=True, suppress_health_check=_SUPPRESSED)
+settings.register_profile("thorough", max_examples=500, deadline=None, print_blob=True,
+                          suppress_health_check=_SUPPRESSED)
+settings.load_profile(os.environ.get("RMQC_HYPOTHESIS_PROFILE", "ci"))
+
+NOT_APPLICABLE = "not applicable"
+INCONCLUSIVE = "inconclusive"
+VERDICT_ORDER = ("fail", "inconclusive", "pass", "not applicable")
+
+
+def inconclusive(reason: str) -> None:
+    """End a test as inconclusive (a timing property inside the noise band), with the reason."""
+    pytest.skip(f"{INCONCLUSIVE}: {reason}")
+
+
+def not_applicable(reason: str) -> None:
+    pytest.skip(f"{NOT_APPLICABLE}: {reason}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocketmq-conformance")
+    group.addoption("--rmq-target", default="reference", help="reference | grpc://HOST:PORT | container:IMAGE | driver:CMD")
+    group.addoption("--rmq-profile", default=None, help="remoting-4.x | grpc-5.x (default: every profile the target runs)")
+    group.addoption("--rmq-out", default=None, help="write summary.json and events.parquet of this run here")
+    group.addoption("--rmq-run-id", default=None, help="run id recorded in the event log")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spec(*ids): spec behaviour IDs this test checks")
+    config.addinivalue_line("markers", "profile(name): the profile this test runs under")
+    config.addinivalue_line("markers", "reference_rule: checks the reference's own pure rules")
+    try:
+        kind, factory = target_factory(config.getoption("--rmq-target"))
+    except TargetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    profiles = target_profiles(kind)
+    wanted = config.getoption("--rmq-profile")
+    if wanted is not None:
+        if wanted not in ("remoting-4.x", "grpc-5.x", "docs"):
+            raise pytest.UsageError(f"unknown --rmq-profile {wanted!r}: expected remoting-4.x or grpc-5.x")
+        profiles = tuple(p for p in profiles if p == wanted) or (wanted,)
+    run_id = config.getoption("--rmq-run-id") or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id)  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass
+class RunState:
+    kind: str
+    target_spec: str
+    factory: Callable[..., Target]
+    profiles: tuple[str, ...]
+    run_id: str
+    events: list[Any] = dataclasses.field(default_factory=list)
+    results: dict[str, list[dict[str, str]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+
+
+def _state(config: pytest.Config) -> RunState:
+    return config._rmq  # type: ignore[attr-defined,no-any-return]
+
+
+def spec_ids(item: pytest.Item) -> list[str]:
+    ids: list[str] = []
+    for mark in item.iter_markers("spec"):
+        ids.extend(str(a) for a in mark.args)
+    return list(dict.fromkeys(ids))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        spec = default_spec()
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    unknown = [(item.nodeid, i) for item in items for i in spec_ids(item) if i not in spec.behaviours]
+    if unknown:
+        listing = "; ".join(f"{node} cites {i}" for node, i in unknown[:5])
+        raise pytest.UsageError(f"tests cite unknown spec IDs: {listing}")
+    try:
+        import allure
+    except ImportError:  # pragma: no cover - allure-pytest is a dependency
+        return
+    for item in items:
+        ids = spec_ids(item)
+        if not ids:
+            continue
+        item.add_marker(allure.label("spec_id", *ids))
+        item.add_marker(allure.label("area", *sorted({spec.behaviours[i].area for i in ids})))
+        profile = item.get_closest_marker("profile")
+        if profile is not None:
+            item.add_marker(allure.label("profile", str(profile.args[0])))
+
+
+# ---- fixtures ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def rmq_spec() -> Spec:
+    return default_spec()
+
+
+def _test_profile(request: pytest.FixtureRequest) -> str:
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "profile" in callspec.params:
+        return str(callspec.params["profile"])
+    marker = request.node.get_closest_marker("profile")
+    if marker is None:
+        raise pytest.UsageError(f"{request.node.nodeid} uses a target but has no profile marker")
+    return str(marker.args[0])
+
+
+@pytest.fixture
+def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target]]:
+    """Create targets of the run's kind for a profile; events are kept for the run's event log."""
+    state = _state(request.config)
+    created: list[Target] = []
+
+    def make(profile: str | None = None, seed: int = 0) -> Target:
+        profile = profile or _test_profile(request)
+        if profile not in state.profiles:
+            not_applicable(f"target {state.target_spec} runs {', '.join(state.profiles)}, not {profile}")
+        try:
+            target = state.factory(profile=profile, run_id=state.run_id, seed=seed)
+        except NotApplicable as exc:
+            not_applicable(str(exc))
+        created.append(target)
+        return target
+
+    yield make
+    for target in created:
+        state.events.extend(dataclasses.replace(e, detail={**e.detail, "test": request.node.nodeid})
+                            for e in target.events())
+        target.close()
+
+
+@pytest.fixture
+def target(make_target: Callable[..., Target]) -> Target:
+    """A fresh target for this test's profile."""
+    return make_target()
+
+
+@pytest.fixture
+def reference_for() -> Callable[..., Target]:
+    """The in-process reference, used as the prediction in differential tests."""
+    from adapters.reference import ReferenceTarget
+
+    return lambda profile, seed=0: ReferenceTarget(profile, run_id="prediction", seed=seed)
+
+
+@pytest.fixture(autouse=True)
+def _reference_rule_only(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("reference_rule") and _state(request.config).kind != "reference":
+        not_applicable("checks the reference implementation's pure rules, not the target")
+
+
+# ---- verdicts ---------------------------------------------------------------------------------
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        verdict, reason = _verdict(report)
+        for sid in spec_ids(item):
+            _state(item.config).results[sid].append({"test": item.nodeid, "verdict": verdict, "reason": reason})
+
+
+def _verdict(report: pytest.TestReport) -> tuple[str, str]:
+    if report.passed:
+        return "pass", ""
+    if report.skipped:
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        return (INCONCLUSIVE if reason.startswith(INCONCLUSIVE) else NOT_APPLICABLE), reason
+    text = str(report.longrepr)
+    first = next((line for line in text.splitlines() if line.startswith("E ")), text.splitlines()[-1] if text else "")
+    return "fail", first[:500]
+
+
+def summarize(state: RunState, spec: Spec) -> dict[str, Any]:
+    behaviours: dict[str, Any] = {}
+    for sid, results in sorted(state.results.items()):
+        verdicts = {r["verdict"] for r in results}
+        verdict = next(v for v in VERDICT_ORDER if v in verdicts)
+        behaviours[sid] = {"area": spec.behaviours[sid].area, "verdict": verdict,
+                           "tests": results}
+    areas: dict[str, dict[str, int]] = {}
+    for area, items in sorted(spec.by_area().items()):
+        counts = {v: 0 for v in VERDICT_ORDER}
+        counts["not tested"] = 0
+        for b in items:
+            counts[behaviours[b.id]["verdict"] if b.id in behaviours else "not tested"] += 1
+        areas[area] = counts
+    return {"run_id": state.run_id, "target": state.target_spec, "profiles": list(state.profiles),
+            "elapsed_s": round(time.perf_counter() - state.started, 2), "areas": areas, "behaviours": behaviours,
+            "failed": sorted(s for s, b in behaviours.items() if b["verdict"] == "fail")}
+
+
+def format_summary(summary: dict[str, Any]) -> list[str]:
+    lines = [f"rocketmq-conformance run {summary['run_id']} against {summary['target']} "
+             f"({', '.join(summary['profiles'])}), {summary['elapsed_s']} s",
+             f"{'area':<12} {'pass':>5} {'fail':>5} {'incon':>6} {'n/a':>5} {'untested':>9}"]
+    for area, c in summary["areas"].items():
+        lines.append(f"{area:<12} {c['pass']:>5} {c['fail']:>5} {c['inconclusive']:>6} "
+                     f"{c['not applicable']:>5} {c['not tested']:>9}")
+    for sid in summary["failed"]:
+        first = next(r for r in summary["behaviours"][sid]["tests"] if r["verdict"] == "fail")
+        lines.append(f"FAIL {sid}: {first['test']}: {first['reason']}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = _state(config)
+    if not state.results:
+        return
+    summary = summarize(state, default_spec())
+    terminalreporter.section("rocketmq-conformance")
+    for line in format_summary(summary):
+        terminalreporter.write_line(line)
+    out = config.getoption("--rmq-out")
+    if out:
+        from spark_checks.eventlog import write_parquet
+
+        out_dir = Path(out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        events = [dataclasses.replace(e, seq=i) for i, e in enumerate(state.events)]
+        summary["events"] = write_parquet(events, out_dir / "events.parquet")
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        terminalreporter.write_line(f"wrote {out_dir / 'summary.json'} and {summary['events']} events to "
+                                    f"{out_dir / 'events.parquet'}")
