@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from pathlib import Path
 
 from spec.coverage import compute_coverage
 from spec.loader import SpecError, load_spec
@@ -11,6 +12,7 @@ from spec.loader import SpecError, load_spec
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("spec", help="list, show and check coverage of the spec")
+    parser.add_argument("--spec-dir", default=None, help="a folder of behaviour files (default: the packaged spec)")
     spec_sub = parser.add_subparsers(dest="spec_command", required=True)
     p_list = spec_sub.add_parser("list", help="one line per behaviour: ID, area, title")
     p_list.add_argument("--area", action="append", help="only these areas (repeatable)")
@@ -26,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        spec = load_spec()
+        spec = load_spec(Path(args.spec_dir) if args.spec_dir else None)
     except SpecError as exc:
         print(f"rmqc spec: error: {exc}", file=sys.stderr)
         return 2

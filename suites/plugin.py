@@ -25,10 +25,10 @@ from spec.loader import Spec, SpecError, default_spec
 
 # ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
 _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, print_blob=True,
                           suppress_health_check=_SUPPRESSED)
-settings.register_profile("dev", max_examples=60, deadline=None, print_blob=True, suppress_health_check=_SUPPRESSED)
-settings.register_profile("thorough", max_examples=500, deadline=None, print_blob=True,
+settings.register_profile("dev", max_examples=300, deadline=None, print_blob=True, suppress_health_check=_SUPPRESSED)
+settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True,
                           suppress_health_check=_SUPPRESSED)
 settings.load_profile(os.environ.get("RMQC_HYPOTHESIS_PROFILE", "ci"))
 
@@ -230,10 +230,32 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
     for area, c in summary["areas"].items():
         lines.append(f"{area:<12} {c['pass']:>5} {c['fail']:>5} {c['inconclusive']:>6} "
                      f"{c['not applicable']:>5} {c['not tested']:>9}")
+    for area in summary["areas"]:
+        by_verdict: dict[str, list[str]] = {}
+        for sid, b in summary["behaviours"].items():
+            if b["area"] == area:
+                by_verdict.setdefault(b["verdict"], []).append(sid.rsplit("-", 1)[1])
+        if by_verdict:
+            lines.append(f"  {area}: " + "; ".join(f"{v} {_ranges(n)}" for v, n in by_verdict.items()))
     for sid in summary["failed"]:
         first = next(r for r in summary["behaviours"][sid]["tests"] if r["verdict"] == "fail")
         lines.append(f"FAIL {sid}: {first['test']}: {first['reason']}")
     return lines
+
+
+def _ranges(numbers: list[str]) -> str:
+    """``['01', '02', '03', '05']`` -> ``'01-03 05'``."""
+    values = sorted(int(n) for n in numbers)
+    parts: list[str] = []
+    start = prev = values[0]
+    for v in values[1:] + [None]:  # type: ignore[list-item]
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start:02d}" if start == prev else f"{start:02d}-{prev:02d}")
+        if v is not None:
+            start = prev = v
+    return " ".join(parts)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

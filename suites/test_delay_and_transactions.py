@@ -1,0 +1,178 @@
+"""Delayed and timed delivery, the simple consumer's invisibility, and transactions, through the target."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from reference_impl.rules.transaction import LocalTransactionState as S
+from suites.checks import require
+from suites.oracle import default_oracle
+
+BOTH = pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+
+
+def _first_delivery_after_send(target, key):
+    events = target.events()
+    sent = next(e for e in events if e.kind in ("SEND_OK", "SEND_UNKNOWN") and e.key == key)
+    delivered = [e for e in events if e.kind == "DELIVER" and e.key == key]
+    return sent, delivered
+
+
+def _consume_all(target, topic="T", group="G"):
+    from reference_impl.rules.retry4x import ListenerOutcome
+
+    if target.profile == "remoting-4.x":
+        return target.push_consumer_4x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+    return target.push_consumer_5x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+
+
+@BOTH
+@pytest.mark.spec("DELAY-01", "DELAY-03", "DELAY-04", "DELAY-05", "DELAY-06")
+@given(level=st.integers(1, 30))
+def test_delayed_message_arrives_after_its_level(make_target, profile, level):
+    """A message with DELAY = level is delivered exactly min(level, 18)'s delay after the send."""
+    target = make_target(profile)
+    target.create_topic("T")
+    _consume_all(target)
+    target.producer().send("T", b"x", key="d", delay_level=level)
+    target.settle()
+    sent, delivered = _first_delivery_after_send(target, "d")
+    want = default_oracle().level_delay_ms(level)
+    require(len(delivered) == 1, "DELAY-06", f"delayed message delivered {len(delivered)} times")
+    require(delivered[0].ts_ms - sent.ts_ms == want, "DELAY-01",
+            f"level {level}: delivered after {delivered[0].ts_ms - sent.ts_ms} ms, the spec says {want} ms")
+    require(delivered[0].topic == "T", "DELAY-06", f"delivered from {delivered[0].topic}, not the real topic")
+    if "inspect.broker" in target.capabilities:
+        scheduled = target.stored_messages("SCHEDULE_TOPIC_XXXX")
+        require(len(scheduled) == 1 and scheduled[0]["queue_id"] == min(level, 18) - 1, "DELAY-03",
+                f"schedule queue {[m['queue_id'] for m in scheduled]} for level {level}")
+        props = scheduled[0]["properties"]
+        require(props.get("REAL_TOPIC") == "T" and props.get("DELAY") == str(min(level, 18)), "DELAY-04",
+                f"schedule-topic properties {props}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-08")
+def test_timed_message_is_delivered_at_its_rounded_time(target):
+    target.require("delay.timer")
+    target.create_topic("T")
+    _consume_all(target)
+    target.advance(123)
+    target.producer().send("T", b"x", key="t", delivery_timestamp_ms=60_500)
+    target.settle()
+    _, delivered = _first_delivery_after_send(target, "t")
+    require([e.ts_ms for e in delivered] == [60_000], "DELAY-08", f"delivered at {[e.ts_ms for e in delivered]}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-08")
+def test_delivery_more_than_a_day_ahead_is_rejected(target):
+    target.require("delay.timer")
+    target.create_topic("T")
+    result = target.producer().send("T", b"x", key="t", delivery_timestamp_ms=86_400_001)
+    require(result.code == 40012, "DELAY-08", f"send answered {result.status} ({result.code}), not ILLEGAL_DELIVERY_TIME")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("DELAY-07")
+def test_delayed_batch_is_rejected_by_the_client(target):
+    from reference_impl.rules.delay import BatchRejected
+
+    target.require("send.batch")
+    target.create_topic("T")
+    with pytest.raises(BatchRejected, match="TimeDelayLevel is not supported for batching"):
+        target.producer().send_batch([{"topic": "T"}, {"topic": "T", "delay_level": 2}])
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-09", "RETRY-5X-10", "RETRY-5X-07")
+def test_simple_consumer_never_acking_reaches_dlq(target):
+    """Invisible 10 s, never acked, retryMaxTimes 2: attempts 1, 2, 3 at 0, 10, 20 s, then %DLQ%G."""
+    target.create_topic("T")
+    target.configure_group("G", retry_max_times=2)
+    consumer = target.simple_consumer_5x("G", "T")
+    with pytest.raises(Exception) as illegal:
+        consumer.receive(16, invisible_ms=5000)
+    require(getattr(illegal.value, "code", None) == 40011, "RETRY-5X-09", f"receive with 5 s: {illegal.value!r}")
+    target.producer().send("T", b"x", key="s")
+    seen = []
+    for _ in range(4):
+        seen += [(v.delivery_attempt, target.now_ms()) for v in consumer.receive(16, invisible_ms=10_000)]
+        target.advance(10_000)
+    require([a for a, _ in seen] == [1, 2, 3], "RETRY-5X-10", f"attempts {seen}")
+    require([t for _, t in seen] == [0, 10_000, 20_000], "RETRY-5X-09", f"redelivery times {seen}")
+    dlq = [e for e in target.events() if e.kind == "DLQ" and e.key == "s"]
+    require(len(dlq) == 1 and dlq[0].topic == "%DLQ%G", "RETRY-5X-07", f"DLQ events {dlq}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-06", "RETRY-5X-09")
+def test_simple_consumer_ack_and_change_invisible(target):
+    target.create_topic("T")
+    consumer = target.simple_consumer_5x("G", "T")
+    target.producer().send("T", b"x", key="a")
+    (view,) = consumer.receive(16, invisible_ms=30_000)
+    code, receipt = consumer.change_invisible_duration(view, 2000)
+    require(code == 20000 and receipt, "RETRY-5X-06", f"change invisible duration answered {code}")
+    target.advance(2000)
+    (again,) = consumer.receive(16, invisible_ms=30_000)
+    require(again.delivery_attempt == 2, "RETRY-5X-06", f"attempt {again.delivery_attempt} after a nack")
+    require(consumer.ack(again) == 20000, "RETRY-5X-06", "ack refused")
+    require(consumer.ack(again) == 40013, "RETRY-5X-09", "a second ack of the same handle must be INVALID_RECEIPT_HANDLE")
+    target.advance(60_000)
+    require(consumer.receive(16, invisible_ms=30_000) == [], "RETRY-5X-06", "acked message came back")
+
+
+@BOTH
+@pytest.mark.spec("TX-01", "TX-02", "TX-05")
+@pytest.mark.parametrize("state,delivered", [(S.COMMIT_MESSAGE, 1), (S.ROLLBACK_MESSAGE, 0)])
+def test_transaction_commit_and_rollback(make_target, profile, state, delivered):
+    target = make_target(profile)
+    target.create_topic("T")
+    _consume_all(target)
+    target.transaction_producer("TP", check=lambda key, n: None).send_in_transaction("T", b"x", key="tx",
+                                                                                    local_state=state)
+    target.settle()
+    got = [e for e in target.events() if e.kind == "DELIVER" and e.key == "tx"]
+    require(len(got) == delivered, "TX-02", f"{state.value}: delivered {len(got)} times, the spec says {delivered}")
+    if "inspect.broker" in target.capabilities:
+        ops = target.stored_messages("RMQ_SYS_TRANS_OP_HALF_TOPIC")
+        require(len(ops) == 1 and ops[0]["properties"].get("TAGS") == "d", "TX-05", f"op messages {ops}")
+        half = target.stored_messages("RMQ_SYS_TRANS_HALF_TOPIC")
+        require(half and half[0]["properties"].get("REAL_TOPIC") == "T", "TX-01", f"half messages {half}")
+
+
+@BOTH
+@pytest.mark.spec("TX-03", "TX-04", "CLAIM-09")
+@pytest.mark.parametrize("commit_on_check", [None, 1, 3, 15])
+def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, profile, commit_on_check):
+    """UNKNOW: checked once per interval (60 s in 4.x, 30 s from 5.2), at most 15 times, then discarded."""
+    target = make_target(profile)
+    target.create_topic("T")
+    _consume_all(target)
+    check = lambda key, n: S.COMMIT_MESSAGE if n == commit_on_check else S.UNKNOW  # noqa: E731
+    target.transaction_producer("TP", check=check).send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
+    target.settle()
+    events = target.events()
+    checks = [e.ts_ms for e in events if e.kind == "TX_CHECK"]
+    interval = 60_000 if profile == "remoting-4.x" else 30_000
+    expected_checks = commit_on_check or 15
+    require(checks == [interval * i for i in range(1, expected_checks + 1)], "TX-03",
+            f"checks at {checks}, the spec says every {interval} ms, {expected_checks} times")
+    delivered = [e for e in events if e.kind == "DELIVER" and e.key == "tx"]
+    discarded = [e for e in events if e.kind == "TX_DISCARD"]
+    if commit_on_check is None:
+        require(not delivered and len(discarded) == 1, "TX-04", f"delivered {len(delivered)}, discarded {len(discarded)}")
+    else:
+        require(len(delivered) == 1 and not discarded, "TX-03", f"delivered {len(delivered)}, discarded {len(discarded)}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("TX-03")
+def test_immunity_property_delays_the_first_check(target):
+    target.create_topic("T")
+    producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE)
+    producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW, immunity_seconds=120)
+    target.settle()
+    checks = [e.ts_ms for e in target.events() if e.kind == "TX_CHECK"]
+    require(checks == [180_000], "TX-03", f"checks at {checks}: with 120 s immunity the first check is the scan at 180 s")

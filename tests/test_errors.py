@@ -1,0 +1,110 @@
+"""Bad input gets a one-line error naming the file, line and ID (or the target and the cause)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spec.loader import BEHAVIOURS_DIR, SpecError, load_spec
+from suites.scenario import load_scenario
+
+RMQC = [sys.executable, "-m", "rmqc.cli"]
+
+
+def _copy_spec(tmp_path: Path) -> Path:
+    target = tmp_path / "behaviours"
+    shutil.copytree(BEHAVIOURS_DIR, target)
+    return target
+
+
+@pytest.mark.spec("DELAY-03")
+def test_missing_field_names_file_line_and_id(tmp_path: Path) -> None:
+    spec_dir = _copy_spec(tmp_path)
+    path = spec_dir / "delay.yaml"
+    text = path.read_text()
+    start = text.index("- id: DELAY-03")
+    statement = text.index("  statement:", start)
+    end = text.index("  versions:", statement)
+    path.write_text(text[:statement] + text[end:])
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_dir)
+    message = str(error.value)
+    line = text[:start].count("\n") + 1
+    assert "\n" not in message
+    assert message.startswith(f"{path}:{line}: DELAY-03:") or f"delay.yaml:{line}: DELAY-03:" in message, message
+    assert "'statement' is a required property" in message
+
+
+@pytest.mark.spec("TX-02")
+def test_yaml_syntax_error_names_line_and_nearest_id(tmp_path: Path) -> None:
+    spec_dir = _copy_spec(tmp_path)
+    path = spec_dir / "transactions.yaml"
+    text = path.read_text()
+    anchor = text.index("- id: TX-02")
+    bad_line = text[:anchor].count("\n") + 3
+    lines = text.splitlines()
+    lines[bad_line - 1] = lines[bad_line - 1] + " : [unclosed"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_dir)
+    message = str(error.value)
+    assert "\n" not in message and "transactions.yaml:" in message and "TX-02" in message
+    assert "YAML syntax error" in message
+
+
+@pytest.mark.spec("DELAY-01")
+def test_bad_profile_value_and_duplicate_id(tmp_path: Path) -> None:
+    spec_dir = _copy_spec(tmp_path)
+    path = spec_dir / "delay.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("    remoting-4.x:\n      applies: true", "    remoting-4.x:\n      applies: maybe", 1))
+    with pytest.raises(SpecError, match=r"delay\.yaml:\d+: DELAY-01: at behaviours/0/profiles/remoting-4.x/applies"):
+        load_spec(spec_dir)
+    path.write_text(text)
+    (spec_dir / "zz_dup.yaml").write_text("area: ZZ\ntitle: dup\nbehaviours:\n" +
+                                         text[text.index("- id: DELAY-01"):text.index("- id: DELAY-02")])
+    with pytest.raises(SpecError, match=r"zz_dup\.yaml:4: DELAY-01: duplicate ID, first defined at .*delay\.yaml:\d+"):
+        load_spec(spec_dir)
+
+
+@pytest.mark.spec("RETRY-CONC-04")
+def test_malformed_scenario_names_file_line_and_id(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("id: SCN-bad\nspec: [RETRY-CONC-04]\nprofile: remoting-4.x\ndescription: x\n"
+                    "setup: {topic: T, group: G, consumer: push4x-concurrent}\n"
+                    "messages:\n  - {key: m0, failures: -2}\nexpect: []\n")
+    with pytest.raises(SpecError) as error:
+        load_scenario(path)
+    message = str(error.value)
+    assert "\n" not in message and "bad.yaml:7: SCN-bad: at messages/0/failures" in message, message
+
+
+def test_unknown_target_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(RMQC + ["run", "--target", "bogus", "--out", str(tmp_path)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "unknown --target 'bogus'" in result.stderr and "reference" in result.stderr
+
+
+def test_planned_target_kind_says_so(tmp_path: Path) -> None:
+    result = subprocess.run(RMQC + ["run", "--target", "grpc://127.0.0.1:1", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "not part of this build yet" in result.stderr
+
+
+def test_spec_cli_reports_bad_file_in_one_line(tmp_path: Path) -> None:
+    spec_dir = _copy_spec(tmp_path)
+    (spec_dir / "delay.yaml").write_text("area: DELAY\ntitle: x\nbehaviours: []\n")
+    result = subprocess.run(RMQC + ["spec", "--spec-dir", str(spec_dir), "list"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "delay.yaml:3" in result.stderr, result.stderr
+
+
+def test_unknown_spec_id_in_show() -> None:
+    result = subprocess.run(RMQC + ["spec", "show", "NOPE-01"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown spec ID 'NOPE-01'" in result.stderr
