@@ -188,7 +188,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.when == "call" or (report.when == "setup" and not report.passed):
         verdict, reason = _verdict(report)
-        for sid in spec_ids(item):
+        cited = spec_ids(item)
+        violated = getattr(call.excinfo.value, "spec_id", None) if call.excinfo is not None else None
+        if violated and violated not in cited:
+            cited.append(violated)  # the behaviour the failure names fails, cited or not
+        for sid in cited:
             _state(item.config).results[sid].append({"test": item.nodeid, "verdict": verdict, "reason": reason})
 
 
