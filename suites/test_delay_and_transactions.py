@@ -163,6 +163,10 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
     discarded = [e for e in events if e.kind == "TX_DISCARD"]
     if commit_on_check is None:
         require(not delivered and len(discarded) == 1, "TX-04", f"delivered {len(delivered)}, discarded {len(discarded)}")
+        if "inspect.broker" in target.capabilities:
+            kept = target.stored_messages("TRANS_CHECK_MAX_TIME_TOPIC")
+            require(len(kept) == 1 and kept[0]["queue_id"] == 0 and kept[0]["properties"].get("REAL_TOPIC") == "T",
+                    "TX-04", f"TRANS_CHECK_MAX_TIME_TOPIC holds {kept}")
     else:
         require(len(delivered) == 1 and not discarded, "TX-03", f"delivered {len(delivered)}, discarded {len(discarded)}")
 
@@ -176,3 +180,39 @@ def test_immunity_property_delays_the_first_check(target):
     target.settle()
     checks = [e.ts_ms for e in target.events() if e.kind == "TX_CHECK"]
     require(checks == [180_000], "TX-03", f"checks at {checks}: with 120 s immunity the first check is the scan at 180 s")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("RETRY-CONC-02")
+def test_broadcasting_failure_advances_the_local_offset(target):
+    """BROADCASTING, RECONSUME_LATER on the only cached message: dropped, offset = queueOffset + 1."""
+    from reference_impl.rules.retry4x import ListenerOutcome
+
+    target.create_topic("T", read_queues=1, write_queues=1)
+    target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.RECONSUME_LATER, broadcasting=True)
+    target.producer().send("T", b"x", key="b")
+    target.settle()
+    commits = [e.queue_offset for e in target.events() if e.kind == "OFFSET_COMMIT" and e.topic == "T"]
+    delivered = [e for e in target.events() if e.kind == "DELIVER"]
+    require(commits == [1] and len(delivered) == 1, "RETRY-CONC-02", f"commits {commits}, deliveries {len(delivered)}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ORDER-4X-03", "ORDER-4X-02", "CLAIM-03")
+def test_orderly_default_max_retries_forever_and_blocks_the_queue(target):
+    """maxReconsumeTimes -1 (Integer.MAX_VALUE): m0 is retried every second for an hour; m1 behind it waits."""
+    from reference_impl.rules.retry4x import ListenerOutcome
+
+    target.create_topic("T", read_queues=1, write_queues=1)
+    target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.SUSPEND if v.key == "m0" else ListenerOutcome.SUCCESS,
+                            orderly=True)
+    producer = target.producer()
+    producer.send("T", b"0", key="m0")
+    producer.send("T", b"1", key="m1")
+    target.advance(3_600_000)
+    times = [e.ts_ms for e in target.events() if e.kind == "DELIVER" and e.key == "m0"]
+    require(len(times) == 3601 and times[-1] == 3_600_000, "ORDER-4X-03", f"{len(times)} deliveries, last at {times[-1]}")
+    require({b - a for a, b in zip(times, times[1:])} == {1000}, "ORDER-4X-02", "suspend time is not 1000 ms")
+    require(not [e for e in target.events() if e.kind == "DELIVER" and e.key == "m1"], "ORDER-4X-03",
+            "m1 was delivered while m0 blocked the queue")
+    require(not [e for e in target.events() if e.kind == "DLQ"], "ORDER-4X-03", "a DLQ with an unlimited max")

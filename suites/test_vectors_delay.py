@@ -99,6 +99,13 @@ def test_correct_deliver_timestamp(tags_code, corrected):
 
 
 @pytest.mark.spec("DELAY-06")
+@pytest.mark.parametrize("tags_code,recheck", [(1_015_000, None), (1_005_000, 100), (1_010_000, 100)])
+def test_countdown_rechecks_after_100ms(tags_code, recheck):
+    deliver = d.correct_deliver_timestamp(1_000_000, tags_code, 3)
+    assert d.next_check_delay_ms(1_000_000, deliver) == recheck
+
+
+@pytest.mark.spec("DELAY-06")
 def test_timeup_restores_real_topic_and_keeps_real_properties():
     p = d.restore_from_schedule({"DELAY": "3", "REAL_TOPIC": "T", "REAL_QID": "3", "TAGS": "a"})
     assert (p.topic, p.queue_id) == ("T", 3)

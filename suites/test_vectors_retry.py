@@ -140,6 +140,7 @@ def test_reset_retry_topic(topic, props, seen):
 def test_clustering_subscribes_retry_topic_and_reaper():
     assert r.push_subscriptions("g", "T", "tagA", broadcasting=False) == {"T": "tagA", "%RETRY%g": "*"}
     assert r.reaper_expired(0, 16 * 60_000) and not r.reaper_expired(0, 15 * 60_000)
+    assert r.reaper_send_back_level(0, 16 * 60_000) == 3 and r.reaper_send_back_level(0, 60_000) is None
     assert r.REAPER_DELAY_LEVEL == 3
 
 

@@ -53,7 +53,6 @@ def test_unknown_kind_is_refused() -> None:
         EventRecorder("r", "t", "p").emit("NOPE", 0)
 
 
-@pytest.mark.spec("RETRY-CONC-07", "RETRY-5X-06")
 @pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
 def test_the_model_is_deterministic_for_a_seed(profile: str) -> None:
     assert _events(profile, seed=7) == _events(profile, seed=7)

@@ -129,6 +129,11 @@ def correct_deliver_timestamp(now: int, deliver_timestamp: int, level: int,
     return now if deliver_timestamp > max_timestamp else deliver_timestamp
 
 
+def next_check_delay_ms(now: int, deliver_timestamp: int) -> int | None:
+    """The delivery loop: None when the message is due, else re-check after 100 ms (DELAY-06)."""
+    return None if deliver_timestamp - now <= 0 else DELAY_FOR_A_WHILE_MS
+
+
 def restore_from_schedule(properties: Mapping[str, str]) -> StoredPlacement:
     """``messageTimeup``: back to REAL_TOPIC/REAL_QID with DELAY cleared; REAL_* kept (DELAY-06).
 
