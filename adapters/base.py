@@ -6,7 +6,7 @@ applicable" with the target's reason, never into a pass.
 from __future__ import annotations
 
 import abc
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 
 from reference_impl.model.views import Listener, MessageView, SendResult
 from reference_impl.rules.transaction import LocalTransactionState
@@ -41,6 +41,8 @@ class ProducerHandle(Protocol):
     def send(self, topic: str, body: bytes = b"", *, key: str | None = None, tags: str | None = None,
              message_group: str | None = None, delay_level: int = 0, delivery_timestamp_ms: int | None = None,
              mode: str = "sync") -> SendResult: ...
+
+    def send_batch(self, messages: Sequence[Mapping[str, object]]) -> list[SendResult]: ...
 
 
 class ConsumerHandle(Protocol):
@@ -119,8 +121,4 @@ class Target(abc.ABC):
         """Release whatever the target holds."""
 
 
-def deliveries(events: Iterable[Event], key: str, group: str | None = None) -> list[Event]:
-    return [e for e in events if e.kind == "DELIVER" and e.key == key and (group is None or e.group == group)]
-
-
-__all__ = ["Target", "TargetError", "NotApplicable", "CAPABILITIES", "MessageView", "SendResult", "deliveries"]
+__all__ = ["Target", "TargetError", "NotApplicable", "CAPABILITIES", "MessageView", "SendResult"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import suites
 from adapters.base import TargetError
-from adapters.registry import target_factory
+from adapters.registry import target_factory, target_profiles
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,9 +25,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        target_factory(args.target)
+        kind, _ = target_factory(args.target)
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
+        return 2
+    if args.profile and args.profile not in target_profiles(kind):
+        print(f"rmqc run: error: --profile {args.profile}: target {args.target} runs "
+              f"{' and '.join(target_profiles(kind))}", file=sys.stderr)
         return 2
     import pytest
 

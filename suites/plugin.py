@@ -65,9 +65,10 @@ def pytest_configure(config: pytest.Config) -> None:
     profiles = target_profiles(kind)
     wanted = config.getoption("--rmq-profile")
     if wanted is not None:
-        if wanted not in ("remoting-4.x", "grpc-5.x", "docs"):
-            raise pytest.UsageError(f"unknown --rmq-profile {wanted!r}: expected remoting-4.x or grpc-5.x")
-        profiles = tuple(p for p in profiles if p == wanted) or (wanted,)
+        if wanted not in profiles:
+            raise pytest.UsageError(f"--rmq-profile {wanted}: target {config.getoption('--rmq-target')} runs "
+                                    f"{' and '.join(profiles)}")
+        profiles = (wanted,)
     run_id = config.getoption("--rmq-run-id") or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id)  # type: ignore[attr-defined]
 
@@ -114,9 +115,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             continue
         item.add_marker(allure.label("spec_id", *ids))
         item.add_marker(allure.label("area", *sorted({spec.behaviours[i].area for i in ids})))
-        profile = item.get_closest_marker("profile")
+        callspec = getattr(item, "callspec", None)
+        marker = item.get_closest_marker("profile")
+        profile = callspec.params.get("profile") if callspec is not None else None
+        profile = profile or (marker.args[0] if marker is not None else None)
         if profile is not None:
-            item.add_marker(allure.label("profile", str(profile.args[0])))
+            item.add_marker(allure.label("profile", str(profile)))
 
 
 # ---- fixtures ---------------------------------------------------------------------------------

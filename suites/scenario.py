@@ -6,7 +6,6 @@ lives that the oracle and the reference prediction are compared with.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,15 +155,3 @@ def _last_outcome(events: list[Event]) -> str | None:
     outcomes = [e.kind for e in events if e.kind in ("CONSUME_OK", "CONSUME_FAIL")]
     return outcomes[-1] if outcomes else None
 
-
-def to_yaml_dict(scenario: Scenario, description: str, origin: str) -> dict[str, Any]:
-    """A scenario as a file for ``spec/scenarios/`` (used to pin shrunk counterexamples)."""
-    setup: dict[str, Any] = {"topic": scenario.topic, "queues": scenario.queues, "group": scenario.group,
-                             "consumer": scenario.consumer, "instances": scenario.instances,
-                             "max_reconsume_times": scenario.max_reconsume_times, "sdk": scenario.sdk}
-    if scenario.retry_max_times is not None:
-        setup["retry_max_times"] = scenario.retry_max_times
-    return {"id": scenario.id, "spec": list(scenario.spec), "profile": scenario.profile, "description": description,
-            "origin": origin, "setup": setup,
-            "messages": [{k: v for k, v in dataclasses.asdict(m).items() if v is not None} for m in scenario.messages],
-            "expect": list(scenario.expect)}

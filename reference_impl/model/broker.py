@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ..rules import codes, delay as delay_rules, fifo as fifo_rules, retry4x, retry5x, transaction as tx_rules
@@ -183,8 +183,7 @@ class Broker:
 
     def put(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str, *,
             born_ms: int, reconsume_times: int = 0, tran_type: int = 0,
-            header_reconsume_times: int | None = None, header_max_reconsume_times: int | None = None,
-            dlq_context: tuple[str, str] | None = None) -> PutResult:
+            header_reconsume_times: int | None = None, header_max_reconsume_times: int | None = None) -> PutResult:
         """Store one message: retry/DLQ redirect, half messages, delay and timer routing, then append."""
         props = dict(properties)
         if topic.startswith(retry4x.RETRY_TOPIC_PREFIX) and header_reconsume_times is not None:

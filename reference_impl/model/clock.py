@@ -13,7 +13,6 @@ class VirtualClock:
         self.now_ms = start_ms
         self._queue: list[tuple[int, int, Callable[[], None]]] = []
         self._order = itertools.count()
-        self.events_run = 0
 
     def call_at(self, at_ms: int, action: Callable[[], None]) -> None:
         heapq.heappush(self._queue, (max(at_ms, self.now_ms), next(self._order), action))
@@ -30,7 +29,6 @@ class VirtualClock:
             return False
         at, _, action = heapq.heappop(self._queue)
         self.now_ms = max(self.now_ms, at)
-        self.events_run += 1
         action()
         return True
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..rules import codes, orderly4x, retry4x
-from ..rules.retry4x import ConsumeStatus, ListenerOutcome
+from ..rules.retry4x import ListenerOutcome
 from .broker import Message
 from .views import Listener, MessageView
 

@@ -64,7 +64,6 @@ class PushConsumer5x:
         self.sdk = sdk
         self.running = False
         self._attempt_ids = itertools.count(1)
-        self._busy_queues: set[tuple[str, int]] = set()
 
     @property
     def fifo(self) -> bool:
@@ -99,7 +98,6 @@ class PushConsumer5x:
                 for flight in flights:
                     by_queue[(flight.message.topic, flight.message.queue_id)].append(flight)
                 for key, batch in by_queue.items():
-                    self._busy_queues.add(key)
                     self._fifo_next(key, batch, 0, None)
                 return
             for flight in flights:
@@ -134,7 +132,6 @@ class PushConsumer5x:
     def _fifo_next(self, key: tuple[str, int], batch: list[InFlight], index: int, attempt: int | None) -> None:
         """RETRY-5X-08: consume a FIFO batch in order; a failure is retried locally, blocking the queue."""
         if index >= len(batch):
-            self._busy_queues.discard(key)
             self.sim.clock.call_later(0, self.pump)
             return
         flight = batch[index]

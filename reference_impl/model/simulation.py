@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 from collections import Counter, defaultdict
 from typing import Mapping
 
@@ -33,7 +32,6 @@ class Simulation:
         self.profile = profile
         self.clock = VirtualClock()
         self.recorder = recorder or EventRecorder(run_id, target, profile)
-        self.random = random.Random(seed)
         self.broker = Broker(self, table, tx_rules.CHECK_INTERVAL_MS[profile])
         self._ids = itertools.count(1)
         self._clients = itertools.count(1)

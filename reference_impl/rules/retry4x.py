@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 from . import delay as delay_rules
 from .primitives import INT_MAX
@@ -226,7 +226,3 @@ def reaper_send_back_level(consume_start_ms: int, now_ms: int,
     """The consume-timeout reaper sends an expired message back at fixed level 3, else None (RETRY-CONC-10)."""
     return REAPER_DELAY_LEVEL if reaper_expired(consume_start_ms, now_ms, consume_timeout_minutes) else None
 
-
-def failed_messages(batch: Sequence[object], status: ConsumeStatus, ack_index: int = DEFAULT_ACK_INDEX) -> list[object]:
-    """Convenience over ``failed_indexes`` (RETRY-CONC-01)."""
-    return [batch[i] for i in failed_indexes(len(batch), status, ack_index)]

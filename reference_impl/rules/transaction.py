@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Mapping
 
 from . import codes

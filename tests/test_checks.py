@@ -1,0 +1,73 @@
+"""The checkers themselves: each can fail, names the spec ID, and the noise band is inconclusive."""
+from __future__ import annotations
+
+import pytest
+
+from adapters.reference import ReferenceTarget
+from suites.checks import SpecViolation, Tolerance, check_differential, check_life, tolerance_for
+from suites.harness import run_checked
+from suites.oracle import Expected
+from suites.scenario import Life, MessagePlan, Scenario
+
+EXPECTED = Expected(3, (10_000, 30_000), "CONSUMED", ("RETRY-CONC-04", "RETRY-CONC-06", "RETRY-CONC-07"))
+
+
+def test_life_matching_the_spec_passes() -> None:
+    check_life("m0", Life(3, (10_000, 30_000), "CONSUMED"), EXPECTED, Tolerance())
+
+
+@pytest.mark.parametrize("life,spec_id", [
+    (Life(2, (10_000,), "CONSUMED"), "RETRY-CONC-04"),
+    (Life(3, (5_000, 30_000), "CONSUMED"), "RETRY-CONC-07"),
+    (Life(3, (10_000, 30_000), "DLQ"), "RETRY-CONC-04"),
+])
+def test_life_off_the_spec_names_the_id(life: Life, spec_id: str) -> None:
+    with pytest.raises(SpecViolation) as error:
+        check_life("m0", life, EXPECTED, Tolerance())
+    assert error.value.spec_id == spec_id and str(error.value).startswith(f"[{spec_id}] key m0:")
+
+
+def test_timing_inside_the_noise_band_is_inconclusive() -> None:
+    tolerance = Tolerance(250, 0.05)  # allowed 750 ms at 10 s
+    check_life("m0", Life(3, (10_700, 30_000), "CONSUMED"), EXPECTED, tolerance)
+    with pytest.raises(pytest.skip.Exception, match="inconclusive: key m0: deliveries \\[2\\]"):
+        check_life("m0", Life(3, (11_000, 30_000), "CONSUMED"), EXPECTED, tolerance)
+    with pytest.raises(SpecViolation):
+        check_life("m0", Life(3, (11_600, 30_000), "CONSUMED"), EXPECTED, tolerance)
+
+
+def test_differential_check_catches_a_target_that_disagrees_with_the_prediction() -> None:
+    predicted = {"m0": Life(3, (10_000, 30_000), "CONSUMED")}
+    check_differential({"m0": Life(3, (10_000, 30_000), "CONSUMED")}, predicted, Tolerance(), ["RETRY-CONC-04"])
+    with pytest.raises(SpecViolation, match=r"\[RETRY-CONC-04\] key m0: wait before delivery 3"):
+        check_differential({"m0": Life(3, (10_000, 31_000), "CONSUMED")}, predicted, Tolerance(), ["RETRY-CONC-04"])
+    with pytest.raises(SpecViolation, match="messages seen"):
+        check_differential({}, predicted, Tolerance(), ["RETRY-CONC-04"])
+
+
+class _RealClockLookalike(ReferenceTarget):
+    """The reference under another name and without the virtual-clock capability, so the harness
+    treats it as a real target and runs the differential comparison and real-clock tolerances."""
+
+    def __init__(self, profile: str, **kw) -> None:
+        super().__init__(profile, **kw)
+        self.name = "lookalike"
+        self.capabilities = self.capabilities - {"clock.virtual"}
+
+
+def test_harness_runs_the_differential_path_for_other_targets() -> None:
+    made = []
+
+    def make(profile: str, seed: int = 0) -> ReferenceTarget:
+        made.append(_RealClockLookalike(profile))
+        return made[-1]
+
+    predictions = []
+
+    def reference_for(profile: str, seed: int = 0) -> ReferenceTarget:
+        predictions.append(ReferenceTarget(profile))
+        return predictions[-1]
+
+    run_checked(make, reference_for, Scenario("push4x-concurrent", (MessagePlan("m0", 2),)))
+    assert len(made) == 1 and len(predictions) == 1
+    assert tolerance_for(made[0]) == Tolerance(250, 0.05)
