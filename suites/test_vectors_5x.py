@@ -259,3 +259,20 @@ def test_java_rem_and_abs():
 @pytest.mark.spec("PRIM-04")
 def test_md5_ring_hash():
     assert p.md5_ring_hash("c0-0") == 2316876094
+
+
+@pytest.mark.spec("CLAIM-07", "RETRY-5X-08")
+def test_fifo_retry_interval_is_the_backoff_list_not_3000ms():
+    policy = x.sdk_consumer_policy("java", x.consumer_settings(fifo=True))
+    waits = x.fifo_local_waits_ms("java", 1, policy)
+    assert waits[:4] == [1000, 5000, 10_000, 30_000] and 3000 not in waits
+
+
+@pytest.mark.spec("CLAIM-08")
+def test_push_consumer_cache_defaults():
+    assert x.push_consumer_cache_limits() == (4096, 64 * 1024 * 1024)
+
+
+@pytest.mark.spec("CLAIM-13", "TX-03")
+def test_escape_fail_sleep_is_xor_not_power():
+    assert [t.escape_fail_sleep_ms(n) for n in (0, 1, 2, 3, 4)] == [200, 300, 0, 100, 600]

@@ -33,3 +33,30 @@ R_NO_PERMISSION = 16
 R_TOPIC_NOT_EXIST = 17
 R_SUBSCRIPTION_GROUP_NOT_EXIST = 26
 R_FLOW_CONTROL = 215
+R_SERVICE_NOT_AVAILABLE = 14
+R_FLUSH_DISK_TIMEOUT = 10
+R_SLAVE_NOT_AVAILABLE = 11
+R_FLUSH_SLAVE_TIMEOUT = 12
+R_QUERY_NOT_FOUND = 22
+R_SUBSCRIPTION_PARSE_FAILED = 23
+R_NO_BUYER_ID = 204
+R_NOT_IN_CURRENT_UNIT = 205
+R_GO_AWAY = 1500
+R_PULL_NOT_FOUND = 19
+R_PULL_RETRY_IMMEDIATELY = 20
+R_PULL_OFFSET_MOVED = 21
+
+# client-side MQClientException codes
+C_NOT_FOUND_TOPIC_EXCEPTION = 10005
+C_CONNECT_BROKER_EXCEPTION = 10001
+C_ACCESS_BROKER_TIMEOUT = 10002
+C_BROKER_NOT_EXIST_EXCEPTION = 10003
+
+
+class RocketMQError(Exception):
+    """A rejection with RocketMQ's code and message (a response code, a gRPC code or a client code)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"CODE: {code} DESC: {message}")
+        self.code = code
+        self.message = message

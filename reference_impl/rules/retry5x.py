@@ -36,6 +36,13 @@ MAX_RENEW_RETRY_TIMES = 3
 FAILED_RPC_RETRY_MS = 1000
 PYTHON_NO_POLICY_NACK_MS = 30_000
 PYTHON_DEFAULT_DELAY_S = 1
+PUSH_CONSUMER_MAX_CACHE_MESSAGES = 4096
+PUSH_CONSUMER_MAX_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def push_consumer_cache_limits() -> tuple[int, int]:
+    """Java push consumer cache defaults: 4096 messages and 64 MiB, not the docs' 1024 (RETRY-5X-06, CLAIM-08)."""
+    return PUSH_CONSUMER_MAX_CACHE_MESSAGES, PUSH_CONSUMER_MAX_CACHE_BYTES
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,11 @@ def check_decision(now_ms: int, born_ms: int, check_times: int, resolved: bool,
     return CheckDecision.WAIT
 
 
+def escape_fail_sleep_ms(escape_fail_count: int) -> int:
+    """develop's back-off after a failed escape: ``100L * (2 ^ escapeFailCnt)``, where ``^`` is XOR (TX-03, CLAIM-13)."""
+    return 100 * (2 ^ escape_fail_count)
+
+
 def op_message(half_queue_id: int, half_queue_offset: int) -> tuple[str, int, str, str]:
     """The op message written after commit or rollback: topic, queue, tag, body (TX-05)."""
     return OP_HALF_TOPIC, half_queue_id, OP_TAG, str(half_queue_offset)

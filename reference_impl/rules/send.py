@@ -1,0 +1,212 @@
+"""Producer send semantics: defaults, the sync loop, retry codes, status mapping, async and oneway,
+and the 5.x SDKs' attempts (SEND-4X-01..05, SEND-5X-01..03). Pure functions over scripted outcomes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+from . import codes
+from .codes import RocketMQError
+
+SEND_MSG_TIMEOUT_MS = 3000
+RETRY_TIMES_WHEN_SEND_FAILED = 2
+RETRY_TIMES_WHEN_SEND_ASYNC_FAILED = 2
+COMPRESS_MSG_BODY_OVER_HOWMUCH = 4096
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+CREATE_TOPIC_KEY = "TBW102"
+MAX_ATTEMPTS_5X = 3
+
+RETRY_RESPONSE_CODES = {
+    "4.9.8": frozenset({codes.R_TOPIC_NOT_EXIST, codes.R_SERVICE_NOT_AVAILABLE, codes.R_SYSTEM_ERROR,
+                        codes.R_NO_PERMISSION, codes.R_NO_BUYER_ID, codes.R_NOT_IN_CURRENT_UNIT}),
+}
+RETRY_RESPONSE_CODES["5.3.0"] = RETRY_RESPONSE_CODES["4.9.8"] | {codes.R_SYSTEM_BUSY, codes.R_GO_AWAY}
+
+NOT_STORE_OK = {codes.R_FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT", codes.R_FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+                codes.R_SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE"}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def retry_response_codes(version: str = "4.9.8") -> frozenset[int]:
+    """``retryResponseCodes``; 5.3.0 adds SYSTEM_BUSY and GO_AWAY (SEND-4X-03)."""
+    return RETRY_RESPONSE_CODES["5.3.0" if _version(version) >= (5, 3, 0) else "4.9.8"]
+
+
+def send_status_for(code: int) -> str:
+    """``processSendResponse``: a status, or MQBrokerException for other codes (SEND-4X-04)."""
+    if code == codes.R_SUCCESS:
+        return "SEND_OK"
+    if code in NOT_STORE_OK:
+        return NOT_STORE_OK[code]
+    raise RocketMQError(code, "MQBrokerException")
+
+
+Failure = Literal["remoting", "client", "timeout"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one attempt met: a broker response code, or a failure of the transport / client."""
+
+    code: int | None = codes.R_SUCCESS
+    failure: Failure | None = None
+    cost_ms: int = 1
+    broker: str = ""
+
+
+@dataclass
+class SendTrace:
+    """The attempts a send made and how it ended (status, or error code and message)."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    status: str | None = None
+    error_code: int | None = None
+    error: str = ""
+    budgets_ms: list[int] = field(default_factory=list)
+
+
+def sync_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_SEND_FAILED,
+              timeout_ms: int = SEND_MSG_TIMEOUT_MS, retry_another_broker_when_not_store_ok: bool = False,
+              version: str = "4.9.8") -> SendTrace:
+    """``sendDefaultImpl`` for SYNC (SEND-4X-01, SEND-4X-02, SEND-4X-03, SEND-4X-04): up to 1 + retry_times
+    attempts in one budget.
+
+    ``outcomes[i]`` is what attempt i meets. A timeout consumes the whole remaining budget.
+    """
+    trace = SendTrace()
+    elapsed = 0
+    last_status: str | None = None
+    last_error: tuple[int, str] | None = None
+    retry_codes = retry_response_codes(version)
+    for i in range(1 + retry_times):
+        if i > 0 and elapsed > timeout_ms:
+            trace.error_code, trace.error = -1, "sendDefaultImpl call timeout"
+            trace.status = None
+            return trace
+        if i >= len(outcomes):
+            break
+        attempt = outcomes[i]
+        budget = timeout_ms - elapsed
+        trace.budgets_ms.append(budget)
+        trace.attempts.append(attempt)
+        elapsed += (budget + attempt.cost_ms) if attempt.failure == "timeout" else attempt.cost_ms
+        if attempt.failure is not None:
+            last_error = ({"timeout": codes.C_ACCESS_BROKER_TIMEOUT, "remoting": codes.C_CONNECT_BROKER_EXCEPTION,
+                           "client": codes.C_BROKER_NOT_EXIST_EXCEPTION}[attempt.failure], attempt.failure)
+            continue
+        assert attempt.code is not None
+        try:
+            status = send_status_for(attempt.code)
+        except RocketMQError:
+            if attempt.code in retry_codes:
+                last_error = (attempt.code, "MQBrokerException")
+                continue
+            if last_status is not None:
+                trace.status = last_status
+                return trace
+            trace.error_code, trace.error = attempt.code, "MQBrokerException"
+            return trace
+        if status == "SEND_OK" or not retry_another_broker_when_not_store_ok:
+            trace.status = status
+            return trace
+        last_status = status
+    if last_status is not None:
+        trace.status = last_status
+        return trace
+    code, kind = last_error if last_error else (-1, "no attempt")
+    trace.error_code = code
+    trace.error = f"Send [{len(trace.attempts)}] times, still failed, cost [{elapsed}]ms ({kind})"
+    return trace
+
+
+def async_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_SEND_ASYNC_FAILED) -> SendTrace:
+    """Async (SEND-4X-05): only transport failures are retried, up to retry_times more; a broker error
+    response ends the send at once with ``onException``."""
+    trace = SendTrace()
+    for i, attempt in enumerate(outcomes[:1 + retry_times]):
+        trace.attempts.append(attempt)
+        if attempt.failure is None:
+            assert attempt.code is not None
+            try:
+                trace.status = send_status_for(attempt.code)
+            except RocketMQError:
+                trace.error_code, trace.error = attempt.code, "onException: broker error"
+            return trace
+        if i == retry_times:
+            break
+    trace.error_code, trace.error = -1, "onException: transport failure"
+    return trace
+
+
+def oneway_send(outcomes: Sequence[Attempt]) -> SendTrace:
+    """Oneway: one attempt, no retry, no result (SEND-4X-01)."""
+    return SendTrace(attempts=list(outcomes[:1]), status=None)
+
+
+# ---- 5.x SDKs (SEND-5X-01..03) -----------------------------------------------------------------
+
+def grpc_code_for_remoting(code: int) -> int:
+    """The proxy's mapping of a broker code to a gRPC code (SEND-5X-03)."""
+    return {codes.R_SUCCESS: codes.OK, codes.R_SYSTEM_BUSY: codes.TOO_MANY_REQUESTS,
+            codes.R_SUBSCRIPTION_GROUP_NOT_EXIST: codes.CONSUMER_GROUP_NOT_FOUND}.get(code, codes.INTERNAL_SERVER_ERROR)
+
+
+@dataclass(frozen=True)
+class GrpcAttempt:
+    code: int = codes.OK          # gRPC code of the response, or
+    network_error: bool = False   # a transport failure
+
+
+@dataclass
+class Send5xTrace:
+    attempts: list[GrpcAttempt] = field(default_factory=list)
+    waits_ms: list[float] = field(default_factory=list)
+    ok: bool = False
+    error_code: int | None = None
+
+
+def java_5x_send(outcomes: Sequence[GrpcAttempt], max_attempts: int = MAX_ATTEMPTS_5X, settings_synced: bool = True,
+                 backoff: tuple[float, float, float] = (10, 1000, 2)) -> Send5xTrace:
+    """Java ``ProducerImpl.send0`` (SEND-5X-01): immediate retries, except TooManyRequests waits
+    ``getNextAttemptDelay(attempt + 1)`` of the server's exponential policy (0 before the settings sync)."""
+    from .retry5x import java_exponential_delay_ms
+
+    trace = Send5xTrace()
+    for attempt_no in range(1, max_attempts + 1):
+        if attempt_no - 1 >= len(outcomes):
+            break
+        outcome = outcomes[attempt_no - 1]
+        trace.attempts.append(outcome)
+        if not outcome.network_error and outcome.code == codes.OK:
+            trace.ok = True
+            return trace
+        trace.error_code = None if outcome.network_error else outcome.code
+        if attempt_no >= max_attempts:
+            break
+        if not outcome.network_error and outcome.code == codes.TOO_MANY_REQUESTS:
+            trace.waits_ms.append(java_exponential_delay_ms(attempt_no + 1, *backoff) if settings_synced else 0)
+        else:
+            trace.waits_ms.append(0)
+    return trace
+
+
+def python_5x_send(outcomes: Sequence[GrpcAttempt], max_attempts: int = MAX_ATTEMPTS_5X) -> Send5xTrace:
+    """Python ``Producer`` (SEND-5X-02): TooManyRequests is never retried; other failures retry at once."""
+    trace = Send5xTrace()
+    for attempt_no in range(1, max_attempts + 1):
+        if attempt_no - 1 >= len(outcomes):
+            break
+        outcome = outcomes[attempt_no - 1]
+        trace.attempts.append(outcome)
+        if not outcome.network_error and outcome.code == codes.OK:
+            trace.ok = True
+            return trace
+        trace.error_code = None if outcome.network_error else outcome.code
+        if not outcome.network_error and outcome.code == codes.TOO_MANY_REQUESTS:
+            return trace
+        if attempt_no < max_attempts:
+            trace.waits_ms.append(0)
+    return trace

@@ -1,0 +1,265 @@
+"""Topic configuration, names and limits (TOPIC-01..04, LIMIT-01..06). Pure checks that raise
+``RocketMQError`` with RocketMQ's code and message."""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from . import codes
+from .codes import RocketMQError
+
+PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
+TBW102 = "TBW102"
+MAX_TOPIC_LENGTH = 127
+MAX_RETRY_TOPIC_LENGTH = 255
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+MAX_PROPERTIES_LENGTH = 32767
+USER_PROPERTY_MAX_NUM = 128
+MAX_USER_PROPERTY_SIZE = 16 * 1024
+SYSTEM_TOPICS = frozenset({"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+                           "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
+NOT_ALLOWED_SEND_TOPICS = frozenset({"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                                     "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
+SYSTEM_PROPERTY_KEYS = frozenset({
+    "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET",
+    "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG",
+    "RECONSUME_TIME", "MSG_REGION", "TRACE_ON", "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME",
+    "__SHARDINGKEY", "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID",
+    "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
+    "TIMER_OUT_MS", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "1ST_POP_TIME", "POP_CK", "POP_CK_OFFSET", "INNER_BASE",
+    "INNER_NUM", "TRACE_CONTEXT", "__BORNHOST", "__STARTDELIVERTIME"})
+_TOPIC_4X = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_TOPIC_JAVA_5X = re.compile(r"^[%a-zA-Z0-9_-]+$")
+
+
+# ---- TOPIC-01..04 -----------------------------------------------------------------------------
+
+def perm_to_string(perm: int) -> str:
+    """``PermName.perm2String``: R, W, X positions (TOPIC-01)."""
+    return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
+
+
+def perm_valid(perm: int) -> bool:
+    """develop ``PermName.isValid``: 0 <= perm < 8 (TOPIC-01)."""
+    return 0 <= perm < PERM_PRIORITY
+
+
+def writable(perm: int) -> bool:
+    """Producers use writable queue data only; a non-writable broker answers NO_PERMISSION (TOPIC-01)."""
+    return bool(perm & PERM_WRITE)
+
+
+def readable(perm: int) -> bool:
+    return bool(perm & PERM_READ)
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    name: str
+    read_queues: int
+    write_queues: int
+    perm: int = PERM_READ | PERM_WRITE
+
+
+def auto_create_topic(topic: str, default_topic: TopicConfig | None, client_default_queue_nums: int = 4) -> TopicConfig:
+    """``createTopicInSendMessageMethod`` (TOPIC-02): copy TBW102 when it has PERM_INHERIT."""
+    if topic.startswith("%RETRY%"):
+        return TopicConfig(topic, 1, 1, PERM_READ | PERM_WRITE)
+    if default_topic is None or not default_topic.perm & PERM_INHERIT:
+        raise RocketMQError(codes.R_TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+    nums = max(0, min(client_default_queue_nums, default_topic.write_queues))
+    return TopicConfig(topic, nums, nums, default_topic.perm & ~PERM_INHERIT)
+
+
+def broker_tbw102(default_topic_queue_nums: int = 8) -> TopicConfig:
+    """``TBW102`` as a broker with autoCreateTopicEnable creates it: 8/8, perm 7 (TOPIC-02)."""
+    return TopicConfig(TBW102, default_topic_queue_nums, default_topic_queue_nums, 7)
+
+
+def check_send_queue_id(queue_id: int, config: TopicConfig, random_value: int = 0) -> int:
+    """``msgCheck``: queueId < max(write, read) or SYSTEM_ERROR; negative -> random % write (TOPIC-03)."""
+    if queue_id < 0:
+        return random_value % 99999999 % config.write_queues
+    if queue_id >= max(config.write_queues, config.read_queues):
+        raise RocketMQError(codes.R_SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {config} Producer: ")
+    return queue_id
+
+
+def precreated_topics(cluster: str = "DefaultCluster", broker: str = "broker-a", auto_create: bool = True,
+                      trace_enabled: bool = False) -> dict[str, tuple[int, int]]:
+    """Topics a 4.x broker creates at start, name -> (read, write) queues (TOPIC-04)."""
+    topics = {"SELF_TEST_TOPIC": (1, 1), "BenchmarkTest": (1024, 1024), cluster: (16, 16), broker: (1, 1),
+              "OFFSET_MOVED_EVENT": (1, 1), "SCHEDULE_TOPIC_XXXX": (18, 18), f"{cluster}_REPLY_TOPIC": (1, 1)}
+    if auto_create:
+        topics[TBW102] = (8, 8)
+    if trace_enabled:
+        topics["RMQ_SYS_TRACE_TOPIC"] = (1, 1)
+    return topics
+
+
+# ---- LIMIT-01, LIMIT-02 -------------------------------------------------------------------------
+
+def is_system_topic(topic: str) -> bool:
+    """System topic set, or a name starting with ``rmq_sys_`` (LIMIT-01)."""
+    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")
+
+
+def check_topic_client_4x(topic: str) -> None:
+    """Remoting client ``Validators.checkTopic`` (LIMIT-01): MQClientException, code -1."""
+    if not topic or not topic.strip():
+        raise RocketMQError(-1, "The specified topic is blank")
+    if len(topic) > MAX_TOPIC_LENGTH:
+        raise RocketMQError(-1, f"The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}.")
+    if not _TOPIC_4X.match(topic):
+        raise RocketMQError(-1, f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        raise RocketMQError(-1, f"Sending message to topic[{topic}] is forbidden.")
+
+
+def check_topic_broker_4x(topic: str) -> None:
+    """Broker 4.9.8 ``validateTopic``: SYSTEM_ERROR for the name, NO_PERMISSION for forbidden topics (LIMIT-01)."""
+    if not topic or not topic.strip() or not _TOPIC_4X.match(topic) or len(topic) > MAX_TOPIC_LENGTH:
+        raise RocketMQError(codes.R_SYSTEM_ERROR, f"The specified topic[{topic}] is illegal")
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        raise RocketMQError(codes.R_NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+
+
+def check_topic_proxy(topic: str) -> None:
+    """gRPC proxy: the client rules plus no system topic -> ILLEGAL_TOPIC (40002) (LIMIT-01)."""
+    if not topic or not topic.strip() or len(topic) > MAX_TOPIC_LENGTH or not _TOPIC_4X.match(topic):
+        raise RocketMQError(codes.ILLEGAL_TOPIC, f"topic name {topic!r} is illegal")
+    if is_system_topic(topic):
+        raise RocketMQError(codes.ILLEGAL_TOPIC, f"cannot access system topic {topic}")
+
+
+def java_5x_topic_valid(topic: str) -> bool:
+    """Java 5.x client topic regex ``^[%a-zA-Z0-9_-]+$`` (no ``|``) (LIMIT-01, LIMIT-06)."""
+    return bool(_TOPIC_JAVA_5X.match(topic))
+
+
+def check_group(group: str, version: str = "develop") -> None:
+    """``Validators.checkGroup`` (LIMIT-02): 255 chars in 4.9.8, 120 in develop."""
+    limit = 255 if version == "4.9.8" else 120
+    if not group or not group.strip():
+        raise RocketMQError(-1, "the specified group is blank")
+    if len(group) > limit:
+        raise RocketMQError(-1, f"the specified group is longer than group max length {limit}.")
+    if not _TOPIC_4X.match(group):
+        raise RocketMQError(-1, f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+
+
+def check_group_proxy(group: str) -> None:
+    """Proxy: system consumer groups (``CID_RMQ_SYS_``) -> ILLEGAL_CONSUMER_GROUP (40003) (LIMIT-02)."""
+    if group.startswith("CID_RMQ_SYS_"):
+        raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, f"cannot use system consumer group {group}")
+    try:
+        check_group(group)
+    except RocketMQError as exc:
+        raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, exc.message) from None
+
+
+# ---- LIMIT-03..06 -------------------------------------------------------------------------------
+
+def check_body_client(body: bytes | None, max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+    """Remoting client ``checkMessage`` (LIMIT-03): MQClientException with MESSAGE_ILLEGAL (13)."""
+    if body is None:
+        raise RocketMQError(codes.R_MESSAGE_ILLEGAL, "the message body is null")
+    if len(body) == 0:
+        raise RocketMQError(codes.R_MESSAGE_ILLEGAL, "the message body length is zero")
+    if len(body) > max_message_size:
+        raise RocketMQError(codes.R_MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {max_message_size}")
+
+
+def check_body_proxy(body: bytes, max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+    """gRPC proxy body checks: empty -> 41302, too large -> 41301; max <= 0 disables (LIMIT-03)."""
+    if len(body) == 0:
+        raise RocketMQError(codes.MESSAGE_BODY_EMPTY, "message body cannot be empty")
+    if max_message_size > 0 and len(body) > max_message_size:
+        raise RocketMQError(codes.MESSAGE_BODY_TOO_LARGE, f"message body cannot exceed the max {max_message_size}")
+
+
+def check_body_python_5x(body: bytes | None) -> None:
+    """Python 5.x SDK: empty -> "message body is none."; > 4 MiB hard-coded (LIMIT-03, SEND-5X-02)."""
+    if not body:
+        raise RocketMQError(-1, "message body is none.")
+    if len(body) > MAX_MESSAGE_SIZE:
+        raise RocketMQError(-1, f"message body size {len(body)} exceeds {MAX_MESSAGE_SIZE}")
+
+
+def check_properties_store(serialized: str) -> None:
+    """Store: serialized properties and their UTF-8 bytes <= 32767 (LIMIT-04)."""
+    if len(serialized) > MAX_PROPERTIES_LENGTH or len(serialized.encode("utf-8")) > MAX_PROPERTIES_LENGTH:
+        raise RocketMQError(codes.R_MESSAGE_ILLEGAL,
+                            "the message is illegal, maybe msg body or properties length not matched. "
+                            f"msg body length limit {MAX_MESSAGE_SIZE}B, msg properties length limit 32KB.")
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def check_properties_proxy(user_properties: Mapping[str, str], tag: str | None = None,
+                           keys: Sequence[str] = ()) -> None:
+    """gRPC proxy property rules (LIMIT-04)."""
+    if len(user_properties) > USER_PROPERTY_MAX_NUM:
+        raise RocketMQError(codes.MESSAGE_PROPERTIES_TOO_LARGE,
+                            f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
+    size = 0
+    for key, value in user_properties.items():
+        if key in SYSTEM_PROPERTY_KEYS:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key} is not allowed")
+        if _has_control(key) or _has_control(value):
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {key!r} contains control characters")
+        size += len(key.encode()) + len(value.encode())
+    if tag is not None:
+        if not tag.strip() or "|" in tag or _has_control(tag):
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, f"tag {tag!r} is illegal")
+        size += len(tag.encode())
+    for key in keys:
+        size += len(key.encode())
+    if size > MAX_USER_PROPERTY_SIZE:
+        raise RocketMQError(codes.MESSAGE_PROPERTIES_TOO_LARGE,
+                            f"user properties size {size} exceeds {MAX_USER_PROPERTY_SIZE}")
+
+
+def encoded_batch_size(bodies: Sequence[bytes], serialized_properties: Sequence[str]) -> int:
+    """Client-to-broker batch wire size: 4+4+4+4+4 + body + 2 + props per message (LIMIT-05)."""
+    return sum(22 + len(b) + len(p.encode()) for b, p in zip(bodies, serialized_properties))
+
+
+def check_batch_size(bodies: Sequence[bytes], serialized_properties: Sequence[str],
+                     max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+    """The encoded batch is checked like one body (LIMIT-03, LIMIT-05)."""
+    size = encoded_batch_size(bodies, serialized_properties)
+    if size > max_message_size:
+        raise RocketMQError(codes.R_MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {max_message_size}")
+
+
+def check_java_message_builder(topic: str, body: bytes, tag: str | None = None, keys: Sequence[str] = (),
+                               properties: Mapping[str, str] | None = None, message_group: str | None = None,
+                               delivery_timestamp: int | None = None, lite_topic: str | None = None,
+                               priority: int | None = None) -> None:
+    """Java 5.x ``MessageBuilderImpl`` (LIMIT-06): IllegalArgumentException as code -1."""
+    if not java_5x_topic_valid(topic):
+        raise RocketMQError(-1, f"topic does not match the regex [regex={_TOPIC_JAVA_5X.pattern}]")
+    if not body:
+        raise RocketMQError(-1, "body should not be empty")
+    if tag is not None and (not tag.strip() or "|" in tag):
+        raise RocketMQError(-1, "tag should not be blank" if not tag.strip() else "tag should not contain \"|\"")
+    for key in keys:
+        if not key.strip():
+            raise RocketMQError(-1, "key should not be blank")
+    for k, v in (properties or {}).items():
+        if not k.strip() or not v.strip():
+            raise RocketMQError(-1, "key and value should not be blank")
+    if message_group is not None and delivery_timestamp is not None:
+        raise RocketMQError(-1, "deliveryTimestamp and messageGroup should not be set at same time")
+    chosen = [n for n, v in (("messageGroup", message_group), ("deliveryTimestamp", delivery_timestamp),
+                             ("liteTopic", lite_topic), ("priority", priority if priority is not None and priority >= 0 else None))
+              if v is not None]
+    if len(chosen) > 1:
+        raise RocketMQError(-1, f"{' and '.join(chosen)} should not be set at same time")
