@@ -26,6 +26,10 @@ CAPABILITIES = {
     "inspect.broker": "broker internals (schedule topic, DLQ contents, properties) can be read",
     "fault.send_back": "CONSUMER_SEND_MSG_BACK failures can be injected",
     "fault.retry_republish": "failures of the client's retry-topic republish can be injected",
+    "fault.send": "broker faults on sends (unreachable, timeout, SYSTEM_BUSY, ...) can be injected",
+    "topic.multi_broker": "a topic can span several brokers",
+    "consumer.filter.tag": "tag subscriptions", "consumer.filter.sql": "SQL92 subscriptions",
+    "consumer.crash": "a consumer can be killed without a clean shutdown",
 }
 
 
@@ -66,7 +70,7 @@ class Target(abc.ABC):
     # topics and groups
     @abc.abstractmethod
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
-                     message_type: str = "NORMAL") -> None: ...
+                     message_type: str = "NORMAL", brokers: int = 1) -> None: ...
 
     @abc.abstractmethod
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
@@ -74,7 +78,9 @@ class Target(abc.ABC):
 
     # clients
     @abc.abstractmethod
-    def producer(self, group: str = "P") -> ProducerHandle: ...
+    def producer(self, group: str = "P", **options: object) -> ProducerHandle:
+        """Options: ``sdk`` (java | python, 5.x), ``version`` (4.9.8 | 5.3.0), ``retry_times``,
+        ``retry_another_broker_when_not_store_ok``."""
 
     @abc.abstractmethod
     def transaction_producer(self, group: str,
@@ -94,6 +100,10 @@ class Target(abc.ABC):
     # faults and inspection
     def inject_fault(self, name: str, count: int = 1) -> None:
         self.require(f"fault.{name}")
+
+    def inject_send_fault(self, broker: str, outcome: str, count: int = 1) -> None:
+        """The next ``count`` attempts on ``broker`` meet ``outcome`` (-1: all of them)."""
+        self.require("fault.send")
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         self.require("inspect.broker")

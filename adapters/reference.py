@@ -12,7 +12,8 @@ from spark_checks.eventlog import Event
 from .base import NotApplicable, Target
 
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
-           "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish"}
+           "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
+           "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash"}
 _BY_PROFILE = {
     "remoting-4.x": _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     "grpc-5.x": _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
@@ -32,8 +33,10 @@ class ReferenceTarget(Target):
         self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed)
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
-                     message_type: str = "NORMAL") -> None:
-        self.sim.broker.create_topic(name, read_queues, write_queues, perm, message_type)
+                     message_type: str = "NORMAL", brokers: int = 1) -> None:
+        if brokers > 1:
+            self.require("topic.multi_broker")
+        self.sim.broker.create_topic(name, read_queues, write_queues, perm, message_type, brokers)
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
@@ -41,8 +44,8 @@ class ReferenceTarget(Target):
         group.retry_max_times, group.fifo = retry_max_times, fifo
         group.retry_policy, group.retry_queue_nums = retry_policy, retry_queue_nums
 
-    def producer(self, group: str = "P"):
-        return self.sim.producer(group)
+    def producer(self, group: str = "P", **options: object):
+        return self.sim.producer(group, **options)
 
     def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None]):
         self.require("transactions")
@@ -70,6 +73,10 @@ class ReferenceTarget(Target):
         self.require(f"fault.{name}")
         attribute = {"send_back": "send_back_failures", "retry_republish": "retry_republish_failures"}[name]
         setattr(self.sim.broker.faults, attribute, count)
+
+    def inject_send_fault(self, broker: str, outcome: str, count: int = 1) -> None:
+        self.require("fault.send")
+        self.sim.broker.faults.add_send_fault(broker, outcome, count)
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         out = []

@@ -35,9 +35,20 @@ def test_coverage_strict_has_no_gap_in_this_issues_areas() -> None:
     assert "0 gaps; 0 unknown citations" in result.stdout
 
 
-def test_coverage_strict_tells_the_truth_about_later_areas() -> None:
-    result = _rmqc("spec", "coverage", "--strict", "--area", "STORE", "--gaps")
-    assert result.returncode == 1 and "GAP STORE-01" in result.stdout
+def test_coverage_strict_names_a_behaviour_without_rule_or_test(tmp_path: Path) -> None:
+    import shutil
+
+    from spec.loader import BEHAVIOURS_DIR
+
+    spec_dir = tmp_path / "behaviours"
+    shutil.copytree(BEHAVIOURS_DIR, spec_dir)
+    text = (spec_dir / "delay.yaml").read_text()
+    block = text[text.index("- id: DELAY-09"):]
+    (spec_dir / "zz_new.yaml").write_text("area: ZZ\ntitle: new\nbehaviours:\n" + block.replace("DELAY-09", "ZZ-01"))
+    result = _rmqc("spec", "--spec-dir", str(spec_dir), "coverage", "--strict", "--gaps")
+    assert result.returncode == 1
+    assert "GAP ZZ-01" in result.stdout and "(no rule and no test)" in result.stdout
+    assert _rmqc("spec", "coverage", "--strict").returncode == 0
 
 
 def test_run_writes_a_run_folder(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from ..rules import codes, delay as delay_rules, fifo as fifo_rules, retry4x, retry5x, transaction as tx_rules
@@ -48,11 +48,33 @@ class Message:
 
 @dataclass
 class TopicConfig:
+    """A topic on ``brokers`` brokers, each with the same queue numbers.
+
+    Broker k's queue q is stored under the global id ``k * stride + q``.
+    """
+
     name: str
     read_queues: int = 4
     write_queues: int = 4
     perm: int = 6
     message_type: str = "NORMAL"
+    brokers: int = 1
+
+    @property
+    def stride(self) -> int:
+        return max(self.read_queues, self.write_queues)
+
+    def broker_names(self) -> list[str]:
+        return [f"broker-{chr(ord('a') + k)}" for k in range(self.brokers)]
+
+    def read_queue_ids(self) -> list[int]:
+        return [k * self.stride + q for k in range(self.brokers) for q in range(self.read_queues)]
+
+    def global_queue_id(self, broker: str, queue_id: int) -> int:
+        return self.broker_names().index(broker) * self.stride + queue_id
+
+    def broker_of(self, global_queue_id: int) -> str:
+        return self.broker_names()[global_queue_id // self.stride]
 
 
 @dataclass
@@ -69,12 +91,31 @@ class GroupConfig:
         return retry5x.consumer_settings(self.retry_max_times, self.retry_policy, fifo=self.fifo)
 
 
+SEND_OUTCOMES = ("unreachable", "timeout", "timeout_after_store", "system_busy", "system_error",
+                 "flush_disk_timeout", "message_illegal")
+"""What an injected broker fault makes a send attempt meet (SEND-4X-02, SEND-5X-01..03)."""
+
+
 @dataclass
 class BrokerFaults:
     """Injected failures; counts go down as they are used, -1 means always."""
 
     send_back_failures: int = 0
     retry_republish_failures: int = 0
+    send: dict[str, list[list]] = field(default_factory=dict)  # broker -> [[outcome, count], ...]
+
+    def add_send_fault(self, broker: str, outcome: str, count: int) -> None:
+        if outcome not in SEND_OUTCOMES:
+            raise ValueError(f"unknown send fault {outcome!r}; known: {', '.join(SEND_OUTCOMES)}")
+        self.send.setdefault(broker, []).append([outcome, count])
+
+    def take_send(self, broker: str) -> str | None:
+        for entry in self.send.get(broker, []):
+            if entry[1] != 0:
+                if entry[1] > 0:
+                    entry[1] -= 1
+                return entry[0]
+        return None
 
     def take(self, name: str) -> bool:
         left = getattr(self, name)
@@ -145,8 +186,8 @@ class Broker:
     # ---- configuration ----------------------------------------------------------------------
 
     def create_topic(self, name: str, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
-                     message_type: str = "NORMAL") -> TopicConfig:
-        config = TopicConfig(name, read_queues, write_queues, perm, message_type)
+                     message_type: str = "NORMAL", brokers: int = 1) -> TopicConfig:
+        config = TopicConfig(name, read_queues, write_queues, perm, message_type, brokers)
         self.topics[name] = config
         return config
 
@@ -302,7 +343,7 @@ class Broker:
             config = self.topics.get(source)
             if config is None:
                 continue
-            for qid in range(config.read_queues):
+            for qid in config.read_queue_ids():
                 queue = self.queues.get((source, qid), [])
                 key = (group, source, qid)
                 offset = self.pop_offsets.get(key, 0)
@@ -395,7 +436,7 @@ class Broker:
         if config is None:
             return out
         now = self.sim.clock.now_ms
-        for qid in range(config.read_queues):
+        for qid in config.read_queue_ids():
             key = (group, topic, qid)
             info = self.order_infos.get(key)
             if info is not None and info.need_block(attempt_id, now, invisible_ms):

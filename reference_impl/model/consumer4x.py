@@ -56,7 +56,7 @@ class PushConsumer4x:
             if config is None and topic.startswith(retry4x.RETRY_TOPIC_PREFIX):
                 config = self.sim.broker.ensure_topic(topic, self.sim.broker.group(self.group).retry_queue_nums)
             if config is not None:
-                out.extend((topic, q) for q in range(config.read_queues))
+                out.extend((topic, q) for q in config.read_queue_ids())
         return out
 
     def assign(self, queues: set[QueueKey]) -> None:

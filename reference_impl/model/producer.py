@@ -1,37 +1,102 @@
-"""Producers of the model: 4.x remoting and 5.x gRPC sends, batches and transactions."""
+"""Producers of the model: 4.x remoting and 5.x gRPC sends, batches and transactions.
+
+Validation, queue choice and the retry loops are the rules'; this module chooses brokers attempt by
+attempt, applies injected broker faults, stores what a broker would store, and logs the send.
+"""
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from ..rules import codes, delay as delay_rules, fifo as fifo_rules, transaction as tx_rules
+from ..rules import codes, delay as delay_rules, fifo as fifo_rules, queue_selection as qsel
+from ..rules import send as send_rules, storage, transaction as tx_rules, validation
+from ..rules.allocation import MessageQueue
+from ..rules.codes import RocketMQError
 from ..rules.primitives import java_string_hash
 from .views import SendResult
 
 if TYPE_CHECKING:
-    from .broker import HalfMessage
+    from .broker import HalfMessage, TopicConfig
     from .simulation import Simulation
 
 TransactionCheck = Callable[[str | None, int], tx_rules.LocalTransactionState | None]
 """Given the message key and the check number (1-based), the producer's answer."""
 
+_FAULT_ATTEMPTS = {
+    None: (codes.R_SUCCESS, None, True),
+    "unreachable": (None, "remoting", False),
+    "timeout": (None, "timeout", False),
+    "timeout_after_store": (None, "timeout", True),
+    "system_busy": (codes.R_SYSTEM_BUSY, None, False),
+    "system_error": (codes.R_SYSTEM_ERROR, None, False),
+    "flush_disk_timeout": (codes.R_FLUSH_DISK_TIMEOUT, None, True),
+    "message_illegal": (codes.R_MESSAGE_ILLEGAL, None, False),
+}
+"""fault -> (response code, transport failure, whether the broker stored the message)."""
+
 
 class Producer:
-    """A producer; ``grpc`` picks the 5.x proxy's queue choice for message groups (FIFO-01 vs FIFO-03)."""
+    """A producer; ``grpc`` switches to the 5.x proxy + SDK behaviour, ``sdk`` picks Java or Python habits."""
 
-    def __init__(self, sim: "Simulation", group: str, client_id: str, grpc: bool) -> None:
-        self.sim, self.group, self.client_id, self.grpc = sim, group, client_id, grpc
-        self._round_robin = itertools.count()
+    def __init__(self, sim: "Simulation", group: str, client_id: str, grpc: bool, sdk: str = "java",
+                 version: str = "4.9.8", retry_times: int = send_rules.RETRY_TIMES_WHEN_SEND_FAILED,
+                 retry_another_broker_when_not_store_ok: bool = False) -> None:
+        self.sim, self.group, self.client_id, self.grpc, self.sdk = sim, group, client_id, grpc, sdk
+        self.version = version
+        self.retry_times = retry_times
+        self.retry_another_broker = retry_another_broker_when_not_store_ok
+        self._index = qsel.ThreadLocalIndex(sim.seed * 7919 + 17)
+        self._round_robin = itertools.count(sim.seed % 997 + 1)
         self._producer_seq: dict[str | None, itertools.count] = defaultdict(itertools.count)
 
-    def _choose_queue(self, topic: str, message_group: str | None) -> int:
-        config = self.sim.broker.topics[topic]
-        if message_group:
-            if self.grpc:
-                return fifo_rules.proxy_queue_for_group(message_group, config.write_queues)
-            return fifo_rules.select_queue_by_hash_4x(java_string_hash(message_group), config.write_queues)
-        return next(self._round_robin) % config.write_queues
+    # ---- validation and routing -------------------------------------------------------------
+
+    def _validate(self, topic: str, body: bytes, tags: str | None, key: str | None, message_group: str | None,
+                  properties: Mapping[str, str] | None, delivery_timestamp_ms: int | None) -> None:
+        """Client and broker/proxy checks in the order a real send meets them (LIMIT-01..04, FIFO-07, DELAY-08)."""
+        if not self.grpc:
+            validation.check_topic_client_4x(topic)
+            validation.check_body_client(body)
+            return
+        if self.sdk == "python":
+            validation.check_body_python_5x(body)
+        else:
+            validation.check_java_message_builder(topic, body, tags, [key] if key else [], properties, message_group,
+                                                  delivery_timestamp_ms)
+        validation.check_topic_proxy(topic)
+        validation.check_body_proxy(body)
+        validation.check_properties_proxy(dict(properties or {}), tags, [key] if key else [])
+        if message_group is not None and fifo_rules.validate_message_group(message_group) != codes.OK:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, f"message group {message_group!r} is illegal")
+        if delivery_timestamp_ms is not None and not delay_rules.proxy_delivery_time_legal(
+                delivery_timestamp_ms, self.sim.clock.now_ms):
+            raise RocketMQError(codes.ILLEGAL_DELIVERY_TIME, "delivery timestamp is more than a day ahead")
+
+    def _topic(self, topic: str) -> "TopicConfig":
+        broker = self.sim.broker
+        if topic in broker.topics:
+            return broker.topics[topic]
+        if self.grpc:
+            raise RocketMQError(codes.TOPIC_NOT_FOUND, f"topic {topic} not found")
+        tbw102 = broker.topics.get(validation.TBW102)
+        default = validation.TopicConfig(validation.TBW102, tbw102.read_queues, tbw102.write_queues, tbw102.perm) \
+            if tbw102 else None
+        created = validation.auto_create_topic(topic, default)  # TOPIC-02
+        return broker.create_topic(topic, created.read_queues, created.write_queues, created.perm)
+
+    def publish_queues(self, topic: "TopicConfig") -> list[MessageQueue]:
+        route = [qsel.QueueData(name, topic.read_queues, topic.write_queues, topic.perm) for name in topic.broker_names()]
+        return qsel.publish_queues(topic.name, route)
+
+    def _group_queue(self, config: "TopicConfig", queues: list[MessageQueue], message_group: str) -> MessageQueue:
+        """5.x: the proxy's consistent hash (FIFO-01); 4.x: SelectMessageQueueByHash (FIFO-03)."""
+        if self.grpc:
+            return queues[fifo_rules.proxy_queue_for_group(message_group, len(queues))]
+        return queues[fifo_rules.select_queue_by_hash_4x(java_string_hash(message_group), len(queues))]
+
+    # ---- sending ----------------------------------------------------------------------------
 
     def _properties(self, msg_id: str, key: str | None, tags: str | None, message_group: str | None,
                     delay_level: int, delivery_timestamp_ms: int | None,
@@ -50,6 +115,20 @@ class Producer:
             props["TIMER_DELIVER_MS"] = str(delivery_timestamp_ms)
         return props
 
+    def _attempt(self, mq: MessageQueue, config: "TopicConfig", body: bytes, props: dict[str, str], msg_id: str,
+                 stored: list) -> send_rules.Attempt:
+        """One attempt on one broker: apply an injected fault, store when the broker would (SEND-4X-02)."""
+        fault = self.sim.broker.faults.take_send(mq.broker_name)
+        code, failure, stores = _FAULT_ATTEMPTS[fault]
+        if stores:
+            validation.check_properties_store(storage.properties_to_string(props))
+            put = self.sim.broker.put(config.name, config.global_queue_id(mq.broker_name, mq.queue_id), body, props,
+                                      msg_id, born_ms=self.sim.clock.now_ms)
+            if put.code != codes.R_SUCCESS:
+                return send_rules.Attempt(put.code, None, 1, mq.broker_name)
+            stored.append((mq, put.message))
+        return send_rules.Attempt(code, failure, 1 if failure == "timeout" else 0, mq.broker_name)
+
     def send(self, topic: str, body: bytes = b"", *, key: str | None = None, tags: str | None = None,
              message_group: str | None = None, delay_level: int = 0, delivery_timestamp_ms: int | None = None,
              properties: Mapping[str, str] | None = None, mode: str = "sync") -> SendResult:
@@ -58,31 +137,108 @@ class Producer:
         seq = next(self._producer_seq[message_group])
         common = dict(topic=topic, client_id=self.client_id, msg_id=msg_id, key=key, message_group=message_group,
                       producer_seq=seq, delay_level=delay_level or None)
-        sim.emit("SEND_INVOKE", **common, detail={"mode": mode})
-        if topic not in sim.broker.topics:
-            sim.broker.create_topic(topic)  # autoCreateTopicEnable (TOPIC-02) with 4 queues
-        if self.grpc and delivery_timestamp_ms is not None and not delay_rules.proxy_delivery_time_legal(
-                delivery_timestamp_ms, sim.clock.now_ms):
-            sim.emit("SEND_FAIL", **common, detail={"code": codes.ILLEGAL_DELIVERY_TIME})
-            return SendResult("ILLEGAL_DELIVERY_TIME", msg_id, topic, code=codes.ILLEGAL_DELIVERY_TIME)
-        queue_id = self._choose_queue(topic, message_group)
+        sim.emit("SEND_INVOKE", **common, detail={"mode": mode, "sdk": self.sdk if self.grpc else "remoting"})
+        body = body if body else (b"" if self.grpc or body is None else body)
+        try:
+            self._validate(topic, body, tags, key, message_group, properties, delivery_timestamp_ms)
+            config = self._topic(topic)
+        except RocketMQError as exc:
+            sim.emit("SEND_FAIL", **common, detail={"code": exc.code, "remark": exc.message})
+            raise
         props = self._properties(msg_id, key, tags, message_group, delay_level, delivery_timestamp_ms, properties)
-        put = sim.broker.put(topic, queue_id, body, props, msg_id, born_ms=sim.clock.now_ms)
-        if put.code != codes.R_SUCCESS or put.message is None:
-            sim.emit("SEND_FAIL", **common, queue_id=queue_id, detail={"code": put.code, "remark": put.remark})
-            return SendResult("FAIL", msg_id, topic, queue_id, code=put.code, remark=put.remark)
-        stored = put.message
-        kind = "SEND_UNKNOWN" if mode == "oneway" else "SEND_OK"
-        sim.emit(kind, **{**common, "topic": topic}, queue_id=queue_id,
-                 queue_offset=stored.queue_offset if stored.topic == topic else None,
-                 detail={"mode": mode, "stored_topic": stored.topic, "stored_queue_id": stored.queue_id})
-        return SendResult("SEND_OK", msg_id, topic, queue_id, stored.queue_offset)
+        queues = self.publish_queues(config)
+        if not queues:
+            error = RocketMQError(codes.C_NOT_FOUND_TOPIC_EXCEPTION, f"No route info of this topic: {topic}")
+            sim.emit("SEND_FAIL", **common, detail={"code": error.code, "remark": error.message})
+            raise error
+        stored: list = []
+        trace = self._grpc_send(config, queues, body, props, msg_id, message_group, stored) if self.grpc else \
+            self._remoting_send(config, queues, body, props, msg_id, message_group, mode, stored)
+        attempts = tuple(f"{a.broker}:{a.failure or a.code}" for a in trace.attempts)
+        elapsed = send_rules.elapsed_ms(trace) if isinstance(trace, send_rules.SendTrace) else 0
+        if elapsed > 0:
+            sim.clock.advance(elapsed)
+        last = stored[-1][1] if stored else None
+        detail = {"mode": mode, "attempts": ",".join(attempts)}
+        if mode == "oneway":
+            sim.emit("SEND_UNKNOWN", **common, detail=detail)
+            return SendResult("UNKNOWN", msg_id, topic, attempts=attempts)
+        ok = (trace.status is not None) if isinstance(trace, send_rules.SendTrace) else trace.ok
+        if not ok:
+            code = trace.error_code if trace.error_code is not None else -1
+            message = getattr(trace, "error", "") or f"send failed after {len(attempts)} attempts"
+            kind = "SEND_UNKNOWN" if stored else "SEND_FAIL"
+            sim.emit(kind, **common, attempt=len(attempts), detail={**detail, "code": code, "remark": message})
+            raise RocketMQError(code, message)
+        status = trace.status if isinstance(trace, send_rules.SendTrace) else "SEND_OK"
+        assert last is not None
+        sim.emit("SEND_OK", **common, attempt=len(attempts), queue_id=last.queue_id,
+                 queue_offset=last.queue_offset if last.topic == topic else None,
+                 detail={**detail, "status": status, "stored_topic": last.topic, "broker": stored[-1][0].broker_name,
+                         "duplicates": len(stored) - 1})
+        return SendResult(status, msg_id, topic, last.queue_id, last.queue_offset, attempts=attempts)
+
+    def _remoting_send(self, config, queues, body, props, msg_id, message_group, mode, stored):
+        """4.x: QSEL-02 with the last broker avoided, then the sync / async / oneway loop (SEND-4X-01..05)."""
+        last_broker: list[str | None] = [None]
+
+        def step(i: int, budget: int) -> send_rules.Attempt:
+            if message_group:
+                mq = self._group_queue(config, queues, message_group)
+            else:
+                mq = qsel.select_one(queues, self._index, last_broker[0])
+            last_broker[0] = mq.broker_name
+            return self._attempt(mq, config, body, props, msg_id, stored)
+
+        if mode == "oneway":
+            return send_rules.oneway_send(step)
+        if mode == "async":
+            return send_rules.async_send(step, self.retry_times)
+        return send_rules.sync_send(step, self.retry_times, retry_another_broker_when_not_store_ok=self.retry_another_broker,
+                                    version=self.version)
+
+    def _grpc_send(self, config, queues, body, props, msg_id, message_group, stored):
+        """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01..03)."""
+        if message_group:
+            candidates = [self._group_queue(config, queues, message_group)]
+        elif self.sdk == "java":
+            candidates = qsel.java_take_message_queues(queues, next(self._round_robin), set(),
+                                                       send_rules.MAX_ATTEMPTS_5X)
+        else:
+            selector = qsel.PythonQueueSelector(queues, next(self._round_robin))
+            candidates = [selector.select_next_queue() for _ in range(send_rules.MAX_ATTEMPTS_5X)]
+        outcomes: list[send_rules.GrpcAttempt] = []
+        brokers: list[str] = []
+        for n in range(send_rules.MAX_ATTEMPTS_5X):
+            mq = candidates[n % len(candidates)]
+            attempt = self._attempt(mq, config, body, props, msg_id, stored)
+            brokers.append(mq.broker_name)
+            code = send_rules.grpc_code_for_remoting(attempt.code) if attempt.failure is None else codes.OK
+            outcomes.append(send_rules.GrpcAttempt(code, network_error=attempt.failure is not None))
+            trace = (send_rules.java_5x_send if self.sdk == "java" else send_rules.python_5x_send)(outcomes)
+            if trace.ok or len(trace.attempts) < len(outcomes) or (
+                    self.sdk == "python" and code == codes.TOO_MANY_REQUESTS):
+                break
+            if len(trace.waits_ms) >= len(outcomes) and trace.waits_ms[-1]:
+                self.sim.clock.advance(int(trace.waits_ms[-1]))
+        trace.attempts_brokers = brokers  # type: ignore[attr-defined]
+
+        class _Shim:  # the fields the caller reads, with brokers attached
+            pass
+
+        shim = _Shim()
+        shim.ok, shim.error_code, shim.error = trace.ok, trace.error_code, ""
+        shim.attempts = [send_rules.Attempt(None if a.network_error else a.code, "remoting" if a.network_error else None,
+                                            0, b) for a, b in zip(trace.attempts, brokers)]
+        return shim
 
     def send_batch(self, messages: Sequence[Mapping[str, object]]) -> list[SendResult]:
-        """Batch send; delayed, retry-topic or mixed-topic batches are rejected by the client (DELAY-07)."""
+        """Batch send; delayed, retry-topic or mixed-topic batches are rejected by the client (DELAY-07, LIMIT-05)."""
         delay_rules.check_batch(messages)
-        return [self.send(str(m["topic"]), bytes(m.get("body", b"")), key=m.get("key"),  # type: ignore[arg-type]
-                          tags=m.get("tags")) for m in messages]  # type: ignore[arg-type]
+        bodies = [bytes(m.get("body", b"x")) for m in messages]  # type: ignore[arg-type]
+        validation.check_batch_size(bodies, [storage.properties_to_string({"UNIQ_KEY": "0" * 32, "WAIT": "true"})] * len(bodies))
+        return [self.send(str(m["topic"]), body, key=m.get("key"), tags=m.get("tags"))  # type: ignore[arg-type]
+                for m, body in zip(messages, bodies)]
 
 
 class TransactionProducer(Producer):
@@ -99,11 +255,10 @@ class TransactionProducer(Producer):
                             local_state: tx_rules.LocalTransactionState | None = None,
                             immunity_seconds: int | None = None) -> "HalfMessage":
         sim = self.sim
-        if topic not in sim.broker.topics:
-            sim.broker.create_topic(topic)
+        config = self._topic(topic) if topic in sim.broker.topics or not self.grpc else sim.broker.create_topic(topic)
         msg_id = sim.new_msg_id()
         self._keys[msg_id] = key
-        queue_id = self._choose_queue(topic, None)
+        queue_id = next(self._round_robin) % config.write_queues
         props = self._properties(msg_id, key, None, None, 0, None, None)
         half = sim.broker.put_half(topic, queue_id, body, props, msg_id, self.group, immunity_seconds)
         sim.emit_tx("TX_HALF", half, {"real_topic": topic, "stored_topic": half.message.topic})
@@ -112,3 +267,8 @@ class TransactionProducer(Producer):
             sim.broker.end_transaction(half, state, self.group)
             sim.emit_tx("TX_END", half, {"state": state.value, "source": "CLIENT"})
         return half
+
+
+def body_checksum(body: bytes) -> str:
+    """CRC32 of a body as 8 upper-case hex characters (the gRPC body digest)."""
+    return f"{zlib.crc32(body):08X}"

@@ -30,6 +30,7 @@ class Simulation:
         if not table.ok:
             raise ValueError(f"messageDelayLevel {message_delay_level!r} does not parse (DELAY-02)")
         self.profile = profile
+        self.seed = seed
         self.clock = VirtualClock()
         self.recorder = recorder or EventRecorder(run_id, target, profile)
         self.broker = Broker(self, table, tx_rules.CHECK_INTERVAL_MS[profile])
@@ -78,8 +79,9 @@ class Simulation:
 
     # ---- clients ----------------------------------------------------------------------------
 
-    def producer(self, group: str = "P", *, grpc: bool | None = None) -> Producer:
-        return Producer(self, group, self.new_client_id("producer"), self.profile == "grpc-5.x" if grpc is None else grpc)
+    def producer(self, group: str = "P", *, grpc: bool | None = None, **options: object) -> Producer:
+        grpc = self.profile == "grpc-5.x" if grpc is None else grpc
+        return Producer(self, group, self.new_client_id("producer"), grpc, **options)  # type: ignore[arg-type]
 
     def transaction_producer(self, group: str = "TP", check: TransactionCheck | None = None) -> TransactionProducer:
         return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == "grpc-5.x", check)

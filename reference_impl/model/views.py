@@ -39,3 +39,4 @@ class SendResult:
     queue_offset: int | None = None
     code: int = 0
     remark: str = ""
+    attempts: tuple[str, ...] = ()

@@ -3,7 +3,7 @@ and the 5.x SDKs' attempts (SEND-4X-01..05, SEND-5X-01..03). Pure functions over
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 from . import codes
 from .codes import RocketMQError
@@ -68,14 +68,23 @@ class SendTrace:
     budgets_ms: list[int] = field(default_factory=list)
 
 
-def sync_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_SEND_FAILED,
+def _attempts(outcomes: Sequence[Attempt] | Callable[[int, int], Attempt]) -> Callable[[int, int], Attempt | None]:
+    if callable(outcomes):
+        return outcomes
+    return lambda i, budget: outcomes[i] if i < len(outcomes) else None
+
+
+def sync_send(outcomes: Sequence[Attempt] | Callable[[int, int], Attempt],
+              retry_times: int = RETRY_TIMES_WHEN_SEND_FAILED,
               timeout_ms: int = SEND_MSG_TIMEOUT_MS, retry_another_broker_when_not_store_ok: bool = False,
               version: str = "4.9.8") -> SendTrace:
     """``sendDefaultImpl`` for SYNC (SEND-4X-01, SEND-4X-02, SEND-4X-03, SEND-4X-04): up to 1 + retry_times
     attempts in one budget.
 
-    ``outcomes[i]`` is what attempt i meets. A timeout consumes the whole remaining budget.
+    ``outcomes[i]`` is what attempt i meets, or ``outcomes(i, budget_ms)`` makes attempt i (the model
+    chooses the broker there). A timeout consumes the whole remaining budget.
     """
+    next_attempt = _attempts(outcomes)
     trace = SendTrace()
     elapsed = 0
     last_status: str | None = None
@@ -86,10 +95,10 @@ def sync_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_S
             trace.error_code, trace.error = -1, "sendDefaultImpl call timeout"
             trace.status = None
             return trace
-        if i >= len(outcomes):
-            break
-        attempt = outcomes[i]
         budget = timeout_ms - elapsed
+        attempt = next_attempt(i, budget)
+        if attempt is None:
+            break
         trace.budgets_ms.append(budget)
         trace.attempts.append(attempt)
         elapsed += (budget + attempt.cost_ms) if attempt.failure == "timeout" else attempt.cost_ms
@@ -122,12 +131,23 @@ def sync_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_S
     return trace
 
 
-def async_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_SEND_ASYNC_FAILED) -> SendTrace:
+def elapsed_ms(trace: SendTrace) -> int:
+    """Time the attempts of a trace took: timeouts use their whole budget (SEND-4X-02)."""
+    return sum((b + a.cost_ms) if a.failure == "timeout" else a.cost_ms for a, b in zip(trace.attempts, trace.budgets_ms))
+
+
+def async_send(outcomes: Sequence[Attempt] | Callable[[int, int], Attempt],
+               retry_times: int = RETRY_TIMES_WHEN_SEND_ASYNC_FAILED) -> SendTrace:
     """Async (SEND-4X-05): only transport failures are retried, up to retry_times more; a broker error
     response ends the send at once with ``onException``."""
+    next_attempt = _attempts(outcomes)
     trace = SendTrace()
-    for i, attempt in enumerate(outcomes[:1 + retry_times]):
+    for i in range(1 + retry_times):
+        attempt = next_attempt(i, SEND_MSG_TIMEOUT_MS)
+        if attempt is None:
+            break
         trace.attempts.append(attempt)
+        trace.budgets_ms.append(SEND_MSG_TIMEOUT_MS)
         if attempt.failure is None:
             assert attempt.code is not None
             try:
@@ -141,9 +161,10 @@ def async_send(outcomes: Sequence[Attempt], retry_times: int = RETRY_TIMES_WHEN_
     return trace
 
 
-def oneway_send(outcomes: Sequence[Attempt]) -> SendTrace:
+def oneway_send(outcomes: Sequence[Attempt] | Callable[[int, int], Attempt]) -> SendTrace:
     """Oneway: one attempt, no retry, no result (SEND-4X-01)."""
-    return SendTrace(attempts=list(outcomes[:1]), status=None)
+    attempt = _attempts(outcomes)(0, SEND_MSG_TIMEOUT_MS)
+    return SendTrace(attempts=[attempt] if attempt else [], status=None, budgets_ms=[SEND_MSG_TIMEOUT_MS])
 
 
 # ---- 5.x SDKs (SEND-5X-01..03) -----------------------------------------------------------------
