@@ -88,14 +88,19 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
-                         broadcasting: bool = False, max_reconsume_times: int = -1,
-                         suspend_ms: int = 1000) -> ConsumerHandle: ...
+                         broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,
+                         expression: str = "*", expression_type: str = "TAG") -> ConsumerHandle: ...
 
     @abc.abstractmethod
-    def simple_consumer_5x(self, group: str, topic: str) -> object: ...
+    def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*") -> object: ...
 
     @abc.abstractmethod
-    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java") -> ConsumerHandle: ...
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java",
+                         expression: str = "*") -> ConsumerHandle: ...
+
+    def configure_broker(self, **settings: object) -> None:
+        """Broker settings a suite may need, e.g. ``enable_property_filter=True``."""
+        raise NotApplicable(f"target {self.name} cannot change broker settings")
 
     # faults and inspection
     def inject_fault(self, name: str, count: int = 1) -> None:

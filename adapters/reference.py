@@ -52,22 +52,33 @@ class ReferenceTarget(Target):
         return self.sim.transaction_producer(group, check)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
-                         broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000):
+                         broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,
+                         expression: str = "*", expression_type: str = "TAG"):
         self.require("consumer.push4x.orderly" if orderly else "consumer.push4x.concurrent")
         if broadcasting:
             self.require("consumer.push4x.broadcast")
+        if expression_type == "SQL92":
+            self.require("consumer.filter.sql")
         return self.sim.push_consumer_4x(group, topic, listener, orderly=orderly, broadcasting=broadcasting,
-                                         max_reconsume_times=max_reconsume_times, suspend_ms=suspend_ms)
+                                         max_reconsume_times=max_reconsume_times, suspend_ms=suspend_ms,
+                                         expression=expression, expression_type=expression_type)
 
-    def simple_consumer_5x(self, group: str, topic: str):
+    def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*"):
         self.require("consumer.simple5x")
-        return self.sim.simple_consumer_5x(group, topic)
+        return self.sim.simple_consumer_5x(group, topic, expression)
 
-    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java"):
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java",
+                         expression: str = "*"):
         self.require("consumer.push5x", f"sdk.{sdk}")
         if self.sim.broker.group(group).fifo:
             self.require("consumer.push5x.fifo")
-        return self.sim.push_consumer_5x(group, topic, listener, sdk)  # type: ignore[arg-type]
+        return self.sim.push_consumer_5x(group, topic, listener, sdk, expression)  # type: ignore[arg-type]
+
+    def configure_broker(self, **settings: object) -> None:
+        for name, value in settings.items():
+            if name != "enable_property_filter":
+                raise NotApplicable(f"the reference broker has no setting {name!r}")
+            self.sim.broker.enable_property_filter = bool(value)
 
     def inject_fault(self, name: str, count: int = 1) -> None:
         self.require(f"fault.{name}")

@@ -63,7 +63,12 @@ def test_parse_errors(expression, message):
 def test_grammar_details():
     assert f.sql_matches("a > 5 -- comment", PROPS) and f.sql_matches("/* c */ a > 5", PROPS)
     assert f.sql_matches("a between 1 and 10 and NOT (b = 'x')", PROPS)
-    assert not f.sql_matches("NOT b = 'x'", PROPS)  # NOT is unary: (NOT b) = 'x' is null
+    assert not f.sql_matches("NOT b = 'x'", PROPS)  # NOT is unary: (NOT FALSE) = 'x' -> TRUE = false
+    assert f.sql_evaluate(f.compile_sql("a"), PROPS) is False and f.sql_evaluate(f.compile_sql("z"), PROPS) is None
+    assert f.sql_matches("NOT (a < 5 AND f > 1)", PROPS)  # AND short-circuits: f > 1 never throws here
+    assert not f.sql_matches("NOT (a > 5 AND f > 1)", PROPS)
+    with pytest.raises(f.SqlParseError, match="will not result in a boolean value"):
+        f.compile_sql("5 AND a = 1")
     assert f.sql_matches("b = 'it''s'", {"b": "it's"})
     assert f.sql_matches("a = 10L", PROPS) and f.sql_matches("a < 3000000000", PROPS)
     assert f.sql_matches("a > -5", PROPS) and f.sql_matches("b STARTSWITH 'ab' AND b ENDSWITH 'bc'", PROPS)

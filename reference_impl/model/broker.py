@@ -10,7 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..rules import codes, delay as delay_rules, fifo as fifo_rules, retry4x, retry5x, transaction as tx_rules
+from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry4x, retry5x
+from ..rules import transaction as tx_rules
 
 if TYPE_CHECKING:
     from .simulation import Simulation
@@ -171,6 +172,7 @@ class Broker:
         self.commit_log: list[Message] = []
         self.offsets: dict[tuple[str, str, int], int] = {}
         self.faults = BrokerFaults()
+        self.enable_property_filter = False
         self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}
@@ -326,7 +328,7 @@ class Broker:
         return f"rh-{next(self._receipts)}"
 
     def pop(self, group: str, topic: str, invisible_ms: int, max_messages: int, attempt_id: str,
-            fifo: bool, auto_renew: bool = False) -> list[InFlight]:
+            fifo: bool, auto_renew: bool = False, tags: frozenset[str] = frozenset()) -> list[InFlight]:
         """Pop for a gRPC consumer. ``auto_renew`` models the proxy renewing a push consumer's handles
         while it holds them, until STOP_RENEW after 3 h (RETRY-5X-09)."""
         policy = self.group(group).settings().backoff
@@ -350,7 +352,11 @@ class Broker:
                 while offset < len(queue) and len(out) < max_messages:
                     message = queue[offset]
                     offset += 1
-                    if retry5x.pop_filter(message.reconsume_times, max_attempts) == "TO_DLQ":
+                    decision = retry5x.pop_filter(message.reconsume_times, max_attempts,
+                                                  filter_rules.proxy_tag_match(tags, message.tags))
+                    if decision == "NO_MATCH":
+                        continue  # the proxy acks it (FILTER-03)
+                    if decision == "TO_DLQ":
                         self.forward_to_dlq(group, message, topic)
                         continue
                     flight = self._check_out(message, group, topic, invisible_ms, fifo=False)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..rules import codes, orderly4x, retry4x
+from ..rules import codes, filter as filter_rules, orderly4x, retry4x
+from ..rules.codes import RocketMQError
 from ..rules.retry4x import ListenerOutcome
 from .broker import Message
 from .views import Listener, MessageView
@@ -21,13 +22,22 @@ QueueKey = tuple[str, int]
 class PushConsumer4x:
     def __init__(self, sim: "Simulation", group: str, topic: str, listener: Listener, client_id: str, *,
                  orderly: bool = False, broadcasting: bool = False, max_reconsume_times: int = -1,
-                 suspend_ms: int = orderly4x.DEFAULT_SUSPEND_MS, delay_level_when_next_consume: int = 0) -> None:
+                 suspend_ms: int = orderly4x.DEFAULT_SUSPEND_MS, delay_level_when_next_consume: int = 0,
+                 expression: str = "*", expression_type: str = "TAG") -> None:
         self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
         self.orderly, self.broadcasting = orderly, broadcasting
         self.max_reconsume_times = max_reconsume_times
         self.suspend_ms = suspend_ms
         self.delay_level_when_next_consume = delay_level_when_next_consume
-        self.subscriptions = retry4x.push_subscriptions(group, topic, "*", broadcasting)
+        self.subscriptions = retry4x.push_subscriptions(group, topic, expression, broadcasting)
+        self.expression_type = expression_type
+        if expression_type == "SQL92":
+            code, remark = filter_rules.sql_subscription_check(expression, sim.broker.enable_property_filter)
+            if code != codes.R_SUCCESS:
+                raise RocketMQError(code, remark)  # FILTER-04, FILTER-05
+            self._sql = filter_rules.compile_sql(expression)
+        else:
+            self._tags = filter_rules.parse_tag_expression(expression)
         self.assigned: set[QueueKey] = set()
         self._pull: dict[QueueKey, int] = {}
         self._local_offsets: dict[QueueKey, int] = {}
@@ -105,12 +115,24 @@ class PushConsumer4x:
                 if self.orderly and self._suspended_until.get(key, -1) > self.sim.clock.now_ms:
                     break
                 message = queue[self._pull[key]]
+                if not self._matches(key[0], message):
+                    self._pull[key] += 1
+                    self._commit(key, self._pull[key])
+                    continue
                 if self.orderly:
                     if not self._consume_orderly(key, message):
                         break
                 else:
                     self._consume_concurrently(key, message, message.reconsume_times)
                 self._pull[key] += 1
+
+    def _matches(self, topic: str, message: Message) -> bool:
+        """Broker filter then client re-filter for TAG; broker-only SQL92; retry topics per FILTER-04."""
+        if topic != self.topic:
+            return True
+        if self.expression_type == "SQL92":
+            return filter_rules.sql_matches(self._sql, message.properties)
+        return filter_rules.delivered_to_tag_subscriber(self._tags, message.tags)
 
     def _view(self, message: Message, reconsume_times: int) -> MessageView:
         topic = retry4x.topic_seen_by_listener(message.topic, message.properties, self.group)

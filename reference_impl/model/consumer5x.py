@@ -8,7 +8,7 @@ import itertools
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ..rules import codes, retry4x, retry5x
+from ..rules import codes, filter as filter_rules, retry4x, retry5x
 from ..rules.retry4x import ListenerOutcome
 from .broker import InFlight
 from .views import Listener, MessageView
@@ -26,15 +26,16 @@ def _view(flight: InFlight, attempt: int) -> MessageView:
 class SimpleConsumer5x:
     """Explicit receive / ack / change-invisible-duration (RETRY-5X-06, -07, -09)."""
 
-    def __init__(self, sim: "Simulation", group: str, topic: str, client_id: str) -> None:
+    def __init__(self, sim: "Simulation", group: str, topic: str, client_id: str, expression: str = "*") -> None:
         self.sim, self.group, self.topic, self.client_id = sim, group, topic, client_id
         self._attempts = itertools.count(1)
+        self.tags = filter_rules.parse_tag_expression(expression).tags
 
     def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
         invisible = retry5x.receive_invisible_ms(invisible_ms, auto_renew=False)
         flights = self.sim.broker.pop(self.group, self.topic, invisible, max_messages,
                                       f"{self.client_id}-{next(self._attempts)}",
-                                      fifo=self.sim.broker.group(self.group).fifo)
+                                      fifo=self.sim.broker.group(self.group).fifo, tags=self.tags)
         views = []
         for flight in flights:
             view = _view(flight, retry5x.delivery_attempt(flight.message.reconsume_times))
@@ -59,11 +60,12 @@ class PushConsumer5x:
     """Push consumer with auto-renew; nack is change-invisible-duration; FIFO retries locally."""
 
     def __init__(self, sim: "Simulation", group: str, topic: str, listener: Listener, client_id: str,
-                 sdk: retry5x.Sdk = "java") -> None:
+                 sdk: retry5x.Sdk = "java", expression: str = "*") -> None:
         self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
         self.sdk = sdk
         self.running = False
         self._attempt_ids = itertools.count(1)
+        self.tags = filter_rules.parse_tag_expression(expression).tags
 
     @property
     def fifo(self) -> bool:
@@ -90,7 +92,7 @@ class PushConsumer5x:
         while True:
             flights = self.sim.broker.pop(self.group, self.topic, retry5x.DEFAULT_INVISIBLE_MS,
                                           retry5x.RECEIVE_BATCH_SIZE, f"{self.client_id}-{next(self._attempt_ids)}",
-                                          fifo=self.fifo, auto_renew=True)
+                                          fifo=self.fifo, auto_renew=True, tags=self.tags)
             if not flights:
                 return
             if self.fifo:

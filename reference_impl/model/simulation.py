@@ -91,11 +91,12 @@ class Simulation:
         consumer.start()
         return consumer
 
-    def simple_consumer_5x(self, group: str, topic: str) -> SimpleConsumer5x:
-        return SimpleConsumer5x(self, group, topic, self.new_client_id("simple-consumer"))
+    def simple_consumer_5x(self, group: str, topic: str, expression: str = "*") -> SimpleConsumer5x:
+        return SimpleConsumer5x(self, group, topic, self.new_client_id("simple-consumer"), expression)
 
-    def push_consumer_5x(self, group: str, topic: str, listener: Listener, sdk: retry5x.Sdk = "java") -> PushConsumer5x:
-        consumer = PushConsumer5x(self, group, topic, listener, self.new_client_id("push-consumer"), sdk)
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, sdk: retry5x.Sdk = "java",
+                         expression: str = "*") -> PushConsumer5x:
+        consumer = PushConsumer5x(self, group, topic, listener, self.new_client_id("push-consumer"), sdk, expression)
         consumer.start()
         return consumer
 

@@ -191,8 +191,6 @@ class Unary(Expr):
         if value is None:
             return None
         if self.op == "NOT":
-            if not isinstance(value, bool):
-                return None
             return not value
         if self.op == "-":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -208,18 +206,44 @@ class Logic(Expr):
     right: Expr
 
     def evaluate(self, props: Mapping[str, str]) -> Any:
-        a, b = _as_bool(self.left.evaluate(props)), _as_bool(self.right.evaluate(props))
+        """Short-circuits like ``LogicExpression``: a false left side of AND (true of OR) is the answer,
+        and the right side is not evaluated, so its errors do not surface (FILTER-06)."""
+        a = self.left.evaluate(props)
         if self.op == "AND":
-            if a is False or b is False:
+            if a is False:
+                return False
+            b = self.right.evaluate(props)
+            if b is False:
                 return False
             return None if a is None or b is None else True
-        if a is True or b is True:
+        if a is True:
+            return True
+        b = self.right.evaluate(props)
+        if b is True:
             return True
         return None if a is None or b is None else False
 
 
-def _as_bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
+@dataclass(frozen=True)
+class BoolCast(Expr):
+    """``createBooleanCast`` of a property: null stays null, any non-Boolean value is FALSE (FILTER-06)."""
+
+    operand: Expr
+
+    def evaluate(self, props: Mapping[str, str]) -> Any:
+        value = self.operand.evaluate(props)
+        if value is None:
+            return None
+        return value if isinstance(value, bool) else False
+
+
+def as_boolean(expr: Expr) -> Expr:
+    """``asBooleanExpression``: boolean expressions pass, properties are cast, anything else is an error (FILTER-05)."""
+    if isinstance(expr, Unary) and expr.op == "NOT" or isinstance(expr, _BOOLEAN_NODES) or (isinstance(expr, Const) and (expr.value is None or isinstance(expr.value, bool))):
+        return expr
+    if isinstance(expr, Prop):
+        return BoolCast(expr)
+    raise SqlParseError(f"Expression will not result in a boolean value: {expr}")
 
 
 @dataclass(frozen=True)
@@ -338,6 +362,9 @@ class StringTest(Expr):
         return not found if self.negated else found
 
 
+_BOOLEAN_NODES = (Logic, BoolCast, Compare, IsNull, InList, StringTest)
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.toks = _tokenize(text)
@@ -366,7 +393,7 @@ class _Parser:
         return self.take()
 
     def parse(self) -> Expr:
-        expr = self.or_expr()
+        expr = as_boolean(self.or_expr())
         if self.peek().kind != "end":
             raise SqlParseError(f"Encountered \"{self.peek().text}\" after a complete expression")
         return expr
@@ -374,13 +401,13 @@ class _Parser:
     def or_expr(self) -> Expr:
         left = self.and_expr()
         while self.accept("kw", "OR"):
-            left = Logic("OR", left, self.and_expr())
+            left = Logic("OR", as_boolean(left), as_boolean(self.and_expr()))
         return left
 
     def and_expr(self) -> Expr:
         left = self.equality()
         while self.accept("kw", "AND"):
-            left = Logic("AND", left, self.equality())
+            left = Logic("AND", as_boolean(left), as_boolean(self.equality()))
         return left
 
     def equality(self) -> Expr:
@@ -457,7 +484,7 @@ class _Parser:
                 return Const(-operand.value if not isinstance(operand.value, JavaLong) else JavaLong(-operand.value))
             return Unary("-", operand)
         if self.accept("kw", "NOT"):
-            return Unary("NOT", self.unary())
+            return Unary("NOT", as_boolean(self.unary()))
         return self.primary()
 
     def primary(self) -> Expr:
