@@ -89,7 +89,9 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
                          broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,
-                         expression: str = "*", expression_type: str = "TAG") -> ConsumerHandle: ...
+                         expression: str = "*", expression_type: str = "TAG",
+                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+                         consume_timestamp_ms: int | None = None) -> ConsumerHandle: ...
 
     @abc.abstractmethod
     def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*") -> object: ...
@@ -97,6 +99,10 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java",
                          expression: str = "*") -> ConsumerHandle: ...
+
+    def update_topic(self, name: str, *, read_queues: int, write_queues: int) -> None:
+        """Change a topic's queue numbers (TOPIC-03)."""
+        raise NotApplicable(f"target {self.name} cannot change topics")
 
     def configure_broker(self, **settings: object) -> None:
         """Broker settings a suite may need, e.g. ``enable_property_filter=True``."""

@@ -53,7 +53,8 @@ class ReferenceTarget(Target):
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
                          broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,
-                         expression: str = "*", expression_type: str = "TAG"):
+                         expression: str = "*", expression_type: str = "TAG",
+                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET", consume_timestamp_ms: int | None = None):
         self.require("consumer.push4x.orderly" if orderly else "consumer.push4x.concurrent")
         if broadcasting:
             self.require("consumer.push4x.broadcast")
@@ -61,7 +62,9 @@ class ReferenceTarget(Target):
             self.require("consumer.filter.sql")
         return self.sim.push_consumer_4x(group, topic, listener, orderly=orderly, broadcasting=broadcasting,
                                          max_reconsume_times=max_reconsume_times, suspend_ms=suspend_ms,
-                                         expression=expression, expression_type=expression_type)
+                                         expression=expression, expression_type=expression_type,
+                                         consume_from_where=consume_from_where,
+                                         consume_timestamp_ms=consume_timestamp_ms)
 
     def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*"):
         self.require("consumer.simple5x")
@@ -74,11 +77,14 @@ class ReferenceTarget(Target):
             self.require("consumer.push5x.fifo")
         return self.sim.push_consumer_5x(group, topic, listener, sdk, expression)  # type: ignore[arg-type]
 
+    def update_topic(self, name: str, *, read_queues: int, write_queues: int) -> None:
+        self.sim.update_topic(name, read_queues, write_queues)
+
     def configure_broker(self, **settings: object) -> None:
         for name, value in settings.items():
-            if name != "enable_property_filter":
+            if name not in ("enable_property_filter", "messages_in_memory"):
                 raise NotApplicable(f"the reference broker has no setting {name!r}")
-            self.sim.broker.enable_property_filter = bool(value)
+            setattr(self.sim.broker, name, bool(value))
 
     def inject_fault(self, name: str, count: int = 1) -> None:
         self.require(f"fault.{name}")

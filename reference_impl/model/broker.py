@@ -173,6 +173,7 @@ class Broker:
         self.offsets: dict[tuple[str, str, int], int] = {}
         self.faults = BrokerFaults()
         self.enable_property_filter = False
+        self.messages_in_memory = True  # False: queue offset 0 is on disk, new groups follow ConsumeFromWhere
         self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}

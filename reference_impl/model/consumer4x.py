@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..rules import codes, filter as filter_rules, orderly4x, retry4x
+from ..rules import codes, filter as filter_rules, offsets as offset_rules, orderly4x, retry4x
 from ..rules.codes import RocketMQError
 from ..rules.retry4x import ListenerOutcome
 from .broker import Message
@@ -23,7 +23,9 @@ class PushConsumer4x:
     def __init__(self, sim: "Simulation", group: str, topic: str, listener: Listener, client_id: str, *,
                  orderly: bool = False, broadcasting: bool = False, max_reconsume_times: int = -1,
                  suspend_ms: int = orderly4x.DEFAULT_SUSPEND_MS, delay_level_when_next_consume: int = 0,
-                 expression: str = "*", expression_type: str = "TAG") -> None:
+                 expression: str = "*", expression_type: str = "TAG",
+                 consume_from_where: str = offset_rules.CONSUME_FROM_LAST_OFFSET,
+                 consume_timestamp_ms: int | None = None) -> None:
         self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
         self.orderly, self.broadcasting = orderly, broadcasting
         self.max_reconsume_times = max_reconsume_times
@@ -38,9 +40,15 @@ class PushConsumer4x:
             self._sql = filter_rules.compile_sql(expression)
         else:
             self._tags = filter_rules.parse_tag_expression(expression)
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp_ms = consume_timestamp_ms
         self.assigned: set[QueueKey] = set()
         self._pull: dict[QueueKey, int] = {}
-        self._local_offsets: dict[QueueKey, int] = {}
+        self.offsets: dict[QueueKey, int] = {}                       # the client's in-memory offset store
+        self._updates: dict[QueueKey, list[tuple[int, int]]] = {}    # (time, offset) since the queue came
+        self._local_persisted: dict[QueueKey, int] = {}              # broadcasting: offsets.json
+        self.started_ms = 0
+        self.crashed = False
         self._pending_local: dict[QueueKey, set[int]] = {}
         self._suspended_until: dict[QueueKey, int] = {}
         self._local_rt: dict[tuple[QueueKey, int], int] = {}
@@ -50,14 +58,31 @@ class PushConsumer4x:
 
     def start(self) -> None:
         self.running = True
+        self.started_ms = self.sim.clock.now_ms
         for topic in self.subscriptions:
             self.sim.broker.on_arrival(topic, self.pump)
         self.sim.join(self)
 
     def shutdown(self) -> None:
+        """Clean shutdown: persist every offset, unregister, the group rebalances at once (OFFSET-04)."""
+        for key in list(self.assigned):
+            self._persist(key, self.offsets.get(key))
         self.running = False
         self.sim.broker.remove_arrival(self.pump)
         self.sim.leave(self)
+
+    def crash(self) -> None:
+        """Die without unregistering: the broker keeps the offsets last persisted on the 5 s cadence and
+        drops the client 120 s later; its queues pause until then (OFFSET-04)."""
+        now = self.sim.clock.now_ms
+        for key in list(self.assigned):
+            self._persist(key, offset_rules.persisted_offset(self._updates.get(key, []), self.started_ms, now,
+                                                             self._stored(key) or 0))
+        self.running = False
+        self.crashed = True
+        self.sim.broker.remove_arrival(self.pump)
+        self.sim.emit("REBALANCE", group=self.group, client_id=self.client_id, detail={"crashed": "true"})
+        self.sim.clock.call_at(offset_rules.crash_detected_at(now), lambda: self.sim.leave(self))
 
     def all_queues(self) -> list[QueueKey]:
         out = []
@@ -70,10 +95,18 @@ class PushConsumer4x:
         return out
 
     def assign(self, queues: set[QueueKey]) -> None:
+        if self.crashed:
+            self.assigned = set()
+            return
         dropped = self.assigned - queues
-        for key in dropped:
+        for key in dropped:  # removeUnnecessaryMessageQueue: persist, then forget (OFFSET-04)
+            self._persist(key, self.offsets.get(key))
             self._pull.pop(key, None)
+            self.offsets.pop(key, None)
+            self._updates.pop(key, None)
             self._pending_local.pop(key, None)
+        for key in set(queues) - self.assigned:  # computePullFromWhere at rebalance time (OFFSET-01)
+            self._pull[key] = self._initial_offset(key)
         self.assigned = set(queues)
         self.sim.emit("REBALANCE", group=self.group, client_id=self.client_id,
                       detail={"queues": ",".join(f"{t}:{q}" for t, q in sorted(self.assigned))})
@@ -81,24 +114,46 @@ class PushConsumer4x:
 
     # ---- offsets (RETRY-CONC-03, OFFSET-03) ---------------------------------------------------
 
-    def _committed(self, key: QueueKey) -> int:
+    def _stored(self, key: QueueKey) -> int | None:
         if self.broadcasting:
-            return self._local_offsets.get(key, 0)
-        return self.sim.broker.offsets.get((self.group, key[0], key[1]), 0)
+            return self._local_persisted.get(key)
+        return self.sim.broker.offsets.get((self.group, key[0], key[1]))
+
+    def _persist(self, key: QueueKey, offset: int | None) -> None:
+        if offset is None:
+            return
+        if self.broadcasting:
+            self._local_persisted[key] = offset
+        else:
+            self.sim.broker.offsets[(self.group, key[0], key[1])] = offset
+
+    def _initial_offset(self, key: QueueKey) -> int:
+        """Where a newly assigned queue starts: the stored offset, or ConsumeFromWhere (OFFSET-01, OFFSET-02)."""
+        queue = self.sim.broker.queues.get(key, [])
+        stored = self._stored(key)
+        if self.broadcasting:
+            code, value = (codes.R_SUCCESS, stored) if stored is not None else (codes.R_QUERY_NOT_FOUND, -1)
+        else:
+            code, value = offset_rules.broker_query_offset(stored, 0, self.sim.broker.messages_in_memory)
+        retry = key[0].startswith(retry4x.RETRY_TOPIC_PREFIX)
+        ts = self.consume_timestamp_ms if self.consume_timestamp_ms is not None else \
+            self.sim.clock.now_ms - offset_rules.DEFAULT_CONSUME_TIMESTAMP_AGO_MS
+        search = lambda: next((m.queue_offset for m in queue if m.store_ms >= ts), len(queue))  # noqa: E731
+        start = offset_rules.compute_pull_from_where(value if code == codes.R_SUCCESS else -1,
+                                                     self.consume_from_where, retry, len(queue), search)
+        return max(0, start)
 
     def _commit(self, key: QueueKey, offset: int) -> None:
+        """Update the in-memory offset store (increase only); persistence follows OFFSET-04."""
         if offset < 0:
             return
         pending = self._pending_local.get(key)
         if pending:
             offset = min(offset, min(pending))
-        if self.broadcasting:
-            self._local_offsets[key] = max(self._local_offsets.get(key, 0), offset)
-        else:
-            store_key = (self.group, key[0], key[1])
-            if offset <= self.sim.broker.offsets.get(store_key, 0):
-                return
-            self.sim.broker.offsets[store_key] = offset
+        if offset <= self.offsets.get(key, -1):
+            return
+        self.offsets[key] = offset
+        self._updates.setdefault(key, []).append((self.sim.clock.now_ms, offset))
         self.sim.emit("OFFSET_COMMIT", group=self.group, client_id=self.client_id, topic=key[0], queue_id=key[1],
                       queue_offset=offset)
 
@@ -110,7 +165,7 @@ class PushConsumer4x:
         for key in sorted(self.assigned):
             queue = self.sim.broker.queues.get(key, [])
             if key not in self._pull:
-                self._pull[key] = self._committed(key)
+                self._pull[key] = self._initial_offset(key)
             while self._pull[key] < len(queue):
                 if self.orderly and self._suspended_until.get(key, -1) > self.sim.clock.now_ms:
                     break

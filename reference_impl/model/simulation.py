@@ -109,7 +109,8 @@ class Simulation:
     def leave(self, consumer: PushConsumer4x) -> None:
         if consumer in self.members[consumer.group]:
             self.members[consumer.group].remove(consumer)
-        consumer.assign(set())
+        if not consumer.crashed:
+            consumer.assign(set())
         self.rebalance(consumer.group)
 
     def rebalance(self, group: str) -> None:
@@ -128,6 +129,19 @@ class Simulation:
             for queues in by_topic.values():
                 mine.update(allocation.allocate_averagely(sorted(queues), ids, consumer.client_id))
             consumer.assign(mine)
+
+    def update_topic(self, name: str, read_queues: int, write_queues: int) -> None:
+        """Change queue numbers; subscribed groups rebalance over the new read queues (TOPIC-03).
+
+        Stored messages keep their global queue ids, so a topic on one broker keeps them in place.
+        """
+        config = self.broker.topics[name]
+        if config.brokers != 1:
+            raise ValueError("queue-number changes are modelled for single-broker topics")
+        config.read_queues, config.write_queues = read_queues, write_queues
+        for group, members in list(self.members.items()):
+            if any(name in m.subscriptions for m in members):
+                self.rebalance(group)
 
     # ---- time -------------------------------------------------------------------------------
 

@@ -17,6 +17,25 @@ FLUSH_CONSUMER_OFFSET_INTERVAL_MS = 5000
 POLL_NAME_SERVER_INTERVAL_MS = 30_000
 HEARTBEAT_BROKER_INTERVAL_MS = 30_000
 DEFAULT_CONSUME_TIMESTAMP_AGO_MS = 30 * 60_000
+BROKER_CHANNEL_EXPIRED_MS = 120_000
+
+
+def crash_detected_at(crash_ms: int) -> int:
+    """A consumer that dies without unregistering is dropped 120 s later; its queues pause till then (OFFSET-04)."""
+    return crash_ms + BROKER_CHANNEL_EXPIRED_MS
+
+
+def persisted_offset(updates: list[tuple[int, int]], start_ms: int, at_ms: int, before: int) -> int:
+    """The offset the broker holds at ``at_ms`` for a consumer that persists on the OFFSET-04 cadence:
+    the last in-memory value at or before the last persist tick, else ``before`` (OFFSET-04)."""
+    tick = last_persist_before(at_ms, start_ms)
+    if tick is None:
+        return before
+    value = before
+    for t, offset in updates:
+        if t <= tick:
+            value = max(value, offset)
+    return value
 
 
 def compute_pull_from_where(stored: int, consume_from_where: str, retry_topic: bool, max_offset: int,
