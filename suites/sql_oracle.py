@@ -56,6 +56,15 @@ def evaluate(node: tuple, props: Mapping[str, str]) -> Any:
         return None if None in (left, right) else False
     if kind == "isnull":
         return (node[1] in props) if node[2] else (node[1] not in props)
+    if kind == "cmpprop":  # two properties: null if either is missing; strings, numeric for ordering
+        _, op, left_name, right_name = node
+        left, right = props.get(left_name), props.get(right_name)
+        if left is None or right is None:
+            return None
+        if op in ("=", "<>"):
+            return (left == right) if op == "=" else (left != right)
+        a, b = _java_double(left), _java_double(right)
+        return {">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b}[op]
     value = props.get(node[2] if kind == "cmp" else node[1])
     if kind == "in":
         if value is None:
@@ -109,6 +118,8 @@ def render(node: tuple) -> str:
     if kind == "between":
         _, name, low, high, negated = node
         return f"({name} {'NOT ' if negated else ''}BETWEEN {low} AND {high})"
+    if kind == "cmpprop":
+        return f"({node[2]} {node[1]} {node[3]})"
     _, op, name, const = node
     shown = "'" + const + "'" if isinstance(const, str) else repr(const)
     return f"({name} {op} {shown})"
@@ -127,7 +138,8 @@ leaf = st.one_of(
               st.sampled_from(["a", "0", "bc", "T"]), st.booleans()),
     st.tuples(st.just("between"), names, st.integers(-5, 5), st.integers(5, 20), st.booleans()),
     st.tuples(st.just("prop"), names),
+    st.tuples(st.just("cmpprop"), st.sampled_from(["=", "<>", ">", "<"]), names, names),
 )
 trees = st.recursive(leaf, lambda inner: st.one_of(
     st.tuples(st.just("not"), inner), st.tuples(st.sampled_from(["and", "or"]), inner, inner)), max_leaves=6)
-property_maps = st.dictionaries(names, st.sampled_from(VALUES), max_size=3)
+property_maps = st.dictionaries(names, st.sampled_from(VALUES), max_size=2)

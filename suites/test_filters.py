@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from reference_impl.rules import filter as reference_filter
 from reference_impl.rules.codes import RocketMQError
@@ -14,6 +14,8 @@ from suites.checks import require
 @pytest.mark.reference_rule
 @pytest.mark.spec("FILTER-05", "FILTER-06")
 @given(tree=sql_oracle.trees, props=sql_oracle.property_maps)
+@example(tree=("cmpprop", "=", "a", "b"), props={})  # NULL = NULL is null, not true
+@example(tree=("not", ("and", ("cmp", "<", "a", 5), ("cmp", ">", "c", 1))), props={"a": "10", "c": "2.5"})  # short-circuit
 def test_sql_evaluation_matches_the_oracle(tree, props):
     text = sql_oracle.render(tree)
     expr = reference_filter.compile_sql(text)

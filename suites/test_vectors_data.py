@@ -82,8 +82,14 @@ def test_grammar_details():
     ("z = 1", None), ("NOT (z = 1)", None), ("z = 1 OR a = 10", True), ("z = 1 AND a = 10", None),
     ("c = TRUE", True), ("f > 1.2", True), ("a > 5.5", True), ("b CONTAINS 'bc'", True), ("z CONTAINS 'a'", False),
     ("z NOT CONTAINS 'a'", False), ("z IS NOT NULL", False), ("z IN ('a')", None),
+    ("z = y", None), ("z <> y", None), ("a = a", True), ("a > b", "error"),
 ])
 def test_three_valued_evaluation(expression, result):
+    if result == "error":
+        with pytest.raises(f.SqlEvaluationError):
+            f.sql_evaluate(f.compile_sql(expression), PROPS)
+        assert not f.sql_matches(expression, PROPS)
+        return
     assert f.sql_evaluate(f.compile_sql(expression), PROPS) is result
     assert f.sql_matches(expression, PROPS) is (result is True)
 
