@@ -12,9 +12,13 @@ PLANNED = {"grpc": "the gRPC adapter", "container": "the container adapter", "dr
 def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
     """Return (kind, factory(profile=..., run_id=..., seed=...)) for a ``--target`` value."""
     if spec == "reference":
+        from .kafka_pattern import KafkaPatternTarget
         from .reference import ReferenceTarget
 
-        return "reference", ReferenceTarget
+        def reference(profile: str = "remoting-4.x", **kw: object) -> Target:
+            return (KafkaPatternTarget if profile == "kafka-retry" else ReferenceTarget)(profile, **kw)  # type: ignore[arg-type]
+
+        return "reference", reference
     kind = spec.split("://", 1)[0] if "://" in spec else spec.split(":", 1)[0]
     if kind in PLANNED and spec != kind:
         raise TargetError(f"--target {spec}: {PLANNED[kind]} is not part of this build yet; "
@@ -25,5 +29,5 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
 def target_profiles(kind: str) -> tuple[str, ...]:
     """Profiles a target kind can run."""
     if kind == "reference":
-        return ("remoting-4.x", "grpc-5.x")
+        return ("remoting-4.x", "grpc-5.x", "kafka-retry")
     return ("grpc-5.x",)

@@ -101,6 +101,14 @@ class Oracle:
         e = self.push5x(failures, retry_max_times)
         return Expected(e.deliveries, e.waits_ms, e.final, ("RETRY-5X-08", "FIFO-04"))
 
+    def kafka_retry(self, failures: int, max_retry_count: int | None = None) -> Expected:
+        """KAFKA-01/02: the same fixed delay before every retry; the dead topic once the count reaches max."""
+        d1, d2 = self.spec.get("KAFKA-01").defaults, self.spec.get("KAFKA-02").defaults
+        limit = int(d1["maxRetryCount"]) if max_retry_count is None else max_retry_count
+        retries = min(failures, limit)
+        return Expected(retries + 1, tuple([int(d2["retryDelayMs"])] * retries),
+                        "CONSUMED" if failures <= limit else "DLQ", ("KAFKA-01", "KAFKA-02", "KAFKA-03"))
+
     def expected(self, consumer: str, failures: int, *, max_reconsume_times: int = -1,
                  retry_max_times: int | None = None) -> Expected:
         if consumer == "push4x-concurrent":
@@ -113,6 +121,8 @@ class Oracle:
             return self.push5x(failures, retry_max_times)
         if consumer == "push5x-fifo":
             return self.push5x_fifo(failures, retry_max_times)
+        if consumer == "kafka-retry":
+            return self.kafka_retry(failures, retry_max_times)
         raise ValueError(f"unknown consumer kind {consumer!r}")
 
 

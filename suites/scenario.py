@@ -18,7 +18,8 @@ from spark_checks.eventlog import Event
 from spec.loader import SCENARIOS_DIR, load_yaml_validated
 
 PROFILE_OF = {"push4x-concurrent": "remoting-4.x", "push4x-orderly": "remoting-4.x",
-              "push4x-broadcast": "remoting-4.x", "push5x": "grpc-5.x", "push5x-fifo": "grpc-5.x"}
+              "push4x-broadcast": "remoting-4.x", "push5x": "grpc-5.x", "push5x-fifo": "grpc-5.x",
+              "kafka-retry": "kafka-retry"}
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def run_scenario(target: Target, scenario: Scenario, settle_ms: int = 30 * 24 * 
         # a clustering group fails a message's first deliveries wherever they land; each broadcasting
         # instance gets every message and runs its own script
         listener = ScriptedListener(scenario.messages) if scenario.consumer == "push4x-broadcast" else shared
-        if scenario.consumer.startswith("push4x"):
+        if scenario.consumer.startswith("push4x") or scenario.consumer == "kafka-retry":
             consumers.append(target.push_consumer_4x(
                 scenario.group, scenario.topic, listener, orderly=scenario.consumer == "push4x-orderly",
                 broadcasting=scenario.consumer == "push4x-broadcast",

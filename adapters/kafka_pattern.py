@@ -1,0 +1,73 @@
+"""The seed-000 Kafka retry-topic pattern behind the ``Target`` interface (profile ``kafka-retry``).
+
+It runs the same client-agnostic scenarios as the RocketMQ profiles, so the suites can compare
+delivery traces of the two retry designs on the same failure scripts.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+from reference_impl.model.kafka_pattern import KafkaConsumer, KafkaPatternSimulation
+from reference_impl.model.views import Listener
+from spark_checks.eventlog import Event
+
+from .base import NotApplicable, Target
+
+_WHY = "the Kafka retry-topic pattern has no such feature"
+
+
+class KafkaPatternTarget(Target):
+    def __init__(self, profile: str = "kafka-retry", *, run_id: str = "run", seed: int = 0) -> None:
+        self.name = "reference"
+        self.profile = "kafka-retry"
+        self.capabilities = frozenset({"clock.virtual", "send.sync", "consumer.kafka.retry"})
+        self.sim = KafkaPatternSimulation(run_id=run_id, seed=seed)
+        self._round_robin = itertools.count()
+        self._clients = itertools.count(1)
+
+    def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str = "NORMAL", brokers: int = 1) -> None:
+        self.sim.create_topic(name, write_queues)
+
+    def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+        self.sim.max_retry_count = retry_max_times
+
+    def producer(self, group: str = "P", **options: object):
+        target = self
+
+        class _Producer:
+            def send(self, topic: str, body: bytes = b"", *, key: str | None = None, **ignored: object):
+                return target.sim.send(topic, body, key, target._round_robin)
+
+        return _Producer()
+
+    def transaction_producer(self, group, check):
+        raise NotApplicable(_WHY)
+
+    def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: object):
+        return KafkaConsumer(self.sim, group, topic, listener, f"kafka-consumer-{next(self._clients)}")
+
+    def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*"):
+        raise NotApplicable(_WHY)
+
+    def push_consumer_5x(self, group, topic, listener, *, sdk="java", expression="*"):
+        raise NotApplicable(_WHY)
+
+    def now_ms(self) -> int:
+        return self.sim.clock.now_ms
+
+    def advance(self, delta_ms: int) -> None:
+        self.sim.clock.advance(delta_ms)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        return self.sim.clock.wait_until(predicate, timeout_ms)
+
+    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+        deadline = self.sim.clock.now_ms + max_ms
+        while self.sim.clock.next_due_ms() is not None and self.sim.clock.next_due_ms() <= deadline:
+            self.sim.clock.step()
+
+    def events(self) -> list[Event]:
+        return self.sim.recorder.events
