@@ -239,12 +239,15 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
         lines.append(f"{area:<12} {c['pass']:>5} {c['fail']:>5} {c['inconclusive']:>6} "
                      f"{c['not applicable']:>5} {c['not tested']:>9}")
     for area in summary["areas"]:
-        by_verdict: dict[str, list[str]] = {}
+        by_verdict: dict[str, dict[str, list[str]]] = {}
         for sid, b in summary["behaviours"].items():
             if b["area"] == area:
-                by_verdict.setdefault(b["verdict"], []).append(sid.rsplit("-", 1)[1])
+                family, number = sid.rsplit("-", 1)
+                by_verdict.setdefault(b["verdict"], {}).setdefault(family, []).append(number)
         if by_verdict:
-            lines.append(f"  {area}: " + "; ".join(f"{v} {_ranges(n)}" for v, n in by_verdict.items()))
+            lines.append(f"  {area}: " + "; ".join(
+                f"{v} " + " ".join(_ranges(n) if fam == area else f"{fam} {_ranges(n)}" for fam, n in fams.items())
+                for v, fams in by_verdict.items()))
     for sid in summary["failed"]:
         first = next(r for r in summary["behaviours"][sid]["tests"] if r["verdict"] == "fail")
         lines.append(f"FAIL {sid}: {first['test']}: {first['reason']}")
