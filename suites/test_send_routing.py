@@ -231,6 +231,45 @@ def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, override
             "a rejected message was stored")
 
 
+@pytest.mark.spec("LIMIT-02")
+@pytest.mark.parametrize("profile,group,code,message", [
+    ("remoting-4.x", "g.x", -1, "contains illegal characters"),
+    ("remoting-4.x", "g" * 256, -1, "longer than group max length 255"),
+    ("grpc-5.x", "g" * 121, 40003, "longer than group max length 120"),
+    ("grpc-5.x", "CID_RMQ_SYS_TRANS", 40003, "cannot use system consumer group"),
+])
+def test_bad_group_names(make_target, profile, group, code, message):
+    from reference_impl.rules.retry4x import ListenerOutcome
+
+    target = make_target(profile)
+    target.create_topic("T")
+    with pytest.raises(RocketMQError) as err:
+        if profile == "remoting-4.x":
+            target.push_consumer_4x(group, "T", lambda v: ListenerOutcome.SUCCESS)
+        else:
+            target.simple_consumer_5x(group, "T")
+    require(err.value.code == code and message in err.value.message, "LIMIT-02",
+            f"group {group[:20]!r}: got ({err.value.code}, {err.value.message!r})")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("DELAY-07", "LIMIT-05")
+def test_bad_batches_get_the_client_error(target):
+    from reference_impl.rules.delay import BatchRejected
+
+    target.create_topic("T")
+    for batch, text in ([{"topic": "T"}, {"topic": "T", "delay_level": 2}], "TimeDelayLevel is not supported"), \
+                       ([{"topic": "T"}, {"topic": "U"}], "should be the same"):
+        with pytest.raises(BatchRejected) as err:
+            target.producer().send_batch(batch)
+        require(err.value.code == -1 and err.value.message.startswith("Failed to initiate the MessageBatch") and
+                text in err.value.message, "DELAY-07", f"{err.value.message}")
+    with pytest.raises(RocketMQError) as big:
+        target.producer().send_batch([{"topic": "T", "body": b"x" * 5000}] * 1000)
+    require(big.value.code == 13, "LIMIT-05", f"oversized batch: {big.value}")
+    require(not target.stored_messages("T"), "LIMIT-05", "a rejected batch stored messages")
+
+
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("TOPIC-02")
 def test_unknown_topic_is_auto_created_with_four_queues(target):

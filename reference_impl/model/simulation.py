@@ -7,7 +7,7 @@ from typing import Mapping
 
 from spark_checks.eventlog import EventRecorder
 
-from ..rules import allocation, delay as delay_rules, retry5x, transaction as tx_rules
+from ..rules import allocation, delay as delay_rules, retry5x, transaction as tx_rules, validation
 from .broker import Broker, HalfMessage, Message
 from .clock import VirtualClock
 from .consumer4x import PushConsumer4x
@@ -87,15 +87,18 @@ class Simulation:
         return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == "grpc-5.x", check)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: object) -> PushConsumer4x:
+        validation.check_group(group, "4.9.8")  # LIMIT-02
         consumer = PushConsumer4x(self, group, topic, listener, self.new_client_id("consumer"), **options)  # type: ignore[arg-type]
         consumer.start()
         return consumer
 
     def simple_consumer_5x(self, group: str, topic: str, expression: str = "*") -> SimpleConsumer5x:
+        validation.check_group_proxy(group)  # LIMIT-02
         return SimpleConsumer5x(self, group, topic, self.new_client_id("simple-consumer"), expression)
 
     def push_consumer_5x(self, group: str, topic: str, listener: Listener, sdk: retry5x.Sdk = "java",
                          expression: str = "*") -> PushConsumer5x:
+        validation.check_group_proxy(group)  # LIMIT-02
         consumer = PushConsumer5x(self, group, topic, listener, self.new_client_id("push-consumer"), sdk, expression)
         consumer.start()
         return consumer

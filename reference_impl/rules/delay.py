@@ -145,7 +145,13 @@ def restore_from_schedule(properties: Mapping[str, str]) -> StoredPlacement:
 
 
 class BatchRejected(ValueError):
-    """``MQClientException("Failed to initiate the MessageBatch", UnsupportedOperationException)``."""
+    """``MQClientException("Failed to initiate the MessageBatch", UnsupportedOperationException)``: code -1."""
+
+    code = -1
+
+    @property
+    def message(self) -> str:
+        return f"Failed to initiate the MessageBatch: {self}"
 
 
 def check_batch(messages: Sequence[Mapping[str, object]]) -> None:
