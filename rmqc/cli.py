@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run_command, spec_command
+from . import run_command, spark_commands, spec_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -12,6 +12,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run_command.add_parser(sub)
     spec_command.add_parser(sub)
+    spark_commands.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,86 @@
+"""``rmqc simulate`` and ``rmqc check``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from spark_checks.simulate import FAULTS
+
+
+def _fault(text: str) -> tuple[str, int]:
+    name, _, count = text.partition("=")
+    if name not in FAULTS:
+        raise argparse.ArgumentTypeError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+    try:
+        return name, int(count) if count else 10
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--inject {text}: the count after '=' must be a whole number") from None
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("simulate", help="write an event log at scale from the reference semantics")
+    sim.add_argument("--events", type=int, required=True, help="about how many events to write")
+    sim.add_argument("--out", required=True, help="folder; the log goes to OUT/run_id=<id>/part-*.parquet")
+    sim.add_argument("--inject", type=_fault, action="append", default=[], metavar="FAULT[=N]",
+                     help=f"a fault N times (default 10): {', '.join(FAULTS)}")
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--profile", default="grpc-5.x", choices=["grpc-5.x", "remoting-4.x"])
+    sim.add_argument("--run-id", default=None)
+    sim.set_defaults(handler=run_simulate)
+
+    chk = sub.add_parser("check", help="Spark checks over an event log; exit 0 only when every check passes")
+    chk.add_argument("path", help="a Parquet event log (a file or a folder)")
+    chk.add_argument("--master", default="local[2]", help="Spark master, e.g. local[2] or spark://127.0.0.1:7077")
+    chk.add_argument("--out", default=None, help="where result.json, index.html and quarantine/ go (default: PATH-check)")
+    chk.add_argument("--profile", default=None, choices=["grpc-5.x", "remoting-4.x"], help="default: from the log")
+    chk.add_argument("--tolerance-ms", type=int, default=100, help="absolute timing tolerance (plus 1 %%)")
+    chk.add_argument("--allow-duplicates", type=int, default=0,
+                     help="duplicate deliveries allowed before the duplicates check fails (at-least-once)")
+    chk.add_argument("--driver-memory", default=None, help="e.g. 2g")
+    chk.set_defaults(handler=run_check)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from spark_checks.simulate import simulate
+
+    if args.events <= 0:
+        print("rmqc simulate: error: --events must be positive", file=sys.stderr)
+        return 2
+    try:
+        summary = simulate(args.events, Path(args.out), seed=args.seed, profile=args.profile,
+                           faults=dict(args.inject), run_id=args.run_id)
+    except ValueError as exc:
+        print(f"rmqc simulate: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from spark_checks.checks import CheckInputError, Tolerance, run_checks, write_result
+    from spark_checks.session import spark_session
+
+    path = Path(args.path)
+    if not path.exists():
+        print(f"rmqc check: error: {path} does not exist", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else path.with_name(path.name + "-check")
+    started = time.perf_counter()
+    spark = spark_session(args.master, args.driver_memory)
+    try:
+        result = run_checks(spark, str(path), out, args.profile, Tolerance(args.tolerance_ms), args.allow_duplicates)
+    except CheckInputError as exc:
+        print(f"rmqc check: error: {exc}", file=sys.stderr)
+        return 2
+    result["master"] = args.master
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    write_result(result, out)
+    for c in result["checks"]:
+        counts = ", ".join(f"{k}={v}" for k, v in c["counts"].items())
+        print(f"{c['verdict'].upper():<13} {c['name']:<16} {counts}")
+    print(f"{result['rows']} rows ({result['quarantined']} quarantined) in {result['seconds']} s; "
+          f"wrote {out / 'result.json'} and {out / 'index.html'}")
+    return 0 if result["passed"] else 1

@@ -1,0 +1,120 @@
+"""rmqc simulate + rmqc check: every fault fails exactly its check with the injected count; a clean log
+passes; bad input is set aside or refused with one clear line. One SparkSession for the module."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_checks.checks import FAULT_CHECK, FAULT_COUNT, CheckInputError, run_checks
+from spark_checks.simulate import FAULTS, simulate
+
+RMQC = [sys.executable, "-m", "rmqc.cli"]
+EVENTS = 15_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from spark_checks.session import spark_session, stop_session
+
+    yield spark_session()
+    stop_session()
+
+
+@pytest.fixture(scope="module")
+def clean_logs(tmp_path_factory):
+    out = {}
+    for profile in ("grpc-5.x", "remoting-4.x"):
+        path = tmp_path_factory.mktemp(f"clean-{profile}")
+        simulate(EVENTS, path, seed=11, profile=profile, progress=False)
+        out[profile] = path
+    return out
+
+
+def _verdicts(result):
+    return {c["name"]: c for c in result["checks"]}
+
+
+@pytest.mark.parametrize("profile", ["grpc-5.x", "remoting-4.x"])
+def test_a_clean_log_passes_every_check(spark, clean_logs, profile):
+    result = run_checks(spark, str(clean_logs[profile]))
+    failing = {n: c["counts"] for n, c in _verdicts(result).items() if c["verdict"] != "pass"}
+    assert result["passed"] and not failing, failing
+    assert result["profile"] == profile and result["quarantined"] == 0
+    intervals = _verdicts(result)["retry_intervals"]
+    assert intervals["counts"]["intervals"] > 100 and all(p["ks"] == 0 for p in intervals["detail"]["per_attempt"])
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_fails_exactly_its_check(spark, tmp_path, fault):
+    simulate(EVENTS, tmp_path, seed=5, profile="grpc-5.x", faults={fault: 3}, progress=False)
+    result = run_checks(spark, str(tmp_path))
+    verdicts = _verdicts(result)
+    failing = sorted(n for n, c in verdicts.items() if c["verdict"] != "pass")
+    meant = FAULT_CHECK[fault]
+    assert failing == [meant], f"{fault}: failing {failing}, meant {meant}"
+    assert verdicts[meant]["counts"][FAULT_COUNT[meant]] == 3
+    assert verdicts[meant]["counterexamples"] and all(r.get("msg_id") or r.get("key")
+                                                      for r in verdicts[meant]["counterexamples"])
+
+
+def _write(path: Path, table: pa.Table) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path / "part-0.parquet")
+
+
+def test_missing_and_mistyped_columns_are_one_clear_error(spark, clean_logs, tmp_path):
+    table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
+    _write(tmp_path / "a", table.drop(["attempt", "msg_id"]))
+    with pytest.raises(CheckInputError, match=r"^event log columns: missing attempt, msg_id$"):
+        run_checks(spark, str(tmp_path / "a"))
+    _write(tmp_path / "b", table.set_column(table.schema.get_field_index("ts_ms"), "ts_ms",
+                                            table["ts_ms"].cast(pa.string())))
+    with pytest.raises(CheckInputError, match="ts_ms is string, expected bigint"):
+        run_checks(spark, str(tmp_path / "b"))
+
+
+def test_bad_rows_are_quarantined_and_the_rest_checked(spark, clean_logs, tmp_path):
+    table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
+    rows = table.slice(0, 3).to_pylist()
+    rows[0].update(kind="NOT_A_KIND")
+    rows[1].update(kind="APPLY", msg_id=None)
+    rows[2].update(kind="DELIVER", attempt=-1)
+    _write(tmp_path / "log", pa.concat_tables([table, pa.Table.from_pylist(rows, schema=table.schema)]))
+    result = run_checks(spark, str(tmp_path / "log"), out=tmp_path / "out")
+    assert result["quarantined"] == 3 and result["passed"]
+    assert result["quarantine_reasons"] == {"unknown kind": 1, "null msg_id": 1, "attempt below 1": 1}
+    assert pq.read_table(tmp_path / "out" / "quarantine").num_rows == 3
+
+
+def test_an_empty_log_is_an_error(spark, clean_logs, tmp_path):
+    table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
+    _write(tmp_path / "empty", table.slice(0, 0))
+    with pytest.raises(CheckInputError, match="the event log is empty; an empty log is not a pass"):
+        run_checks(spark, str(tmp_path / "empty"))
+
+
+def test_check_command_end_to_end(tmp_path):
+    log = tmp_path / "log"
+    made = subprocess.run(RMQC + ["simulate", "--events", "8000", "--out", str(log), "--inject", "dlq-missing=2"],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["injected"] == {"dlq-missing": 2} and "events/s" in made.stderr
+    out = tmp_path / "check"
+    checked = subprocess.run(RMQC + ["check", str(log), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "FAIL          dlq" in checked.stdout
+    result = json.loads((out / "result.json").read_text())
+    assert not result["passed"] and {c["name"]: c["verdict"] for c in result["checks"]}["dlq"] == "fail"
+    page = (out / "index.html").read_text()
+    assert "<svg" in page and "dlq" in page and "counterexamples" in page
+    missing = subprocess.run(RMQC + ["check", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    bad = subprocess.run(RMQC + ["simulate", "--events", "10", "--out", str(tmp_path / "x"), "--inject", "nope"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown fault 'nope'" in bad.stderr
