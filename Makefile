@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/rmqc run --target reference
+	$(BIN)/rmqc run --target reference --spark-check --simulate-events 1000000
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites

@@ -20,6 +20,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("-k", dest="keyword", default=None, help="only tests matching this pytest -k expression")
     parser.add_argument("--out", default=None, help="run folder (default reports/out/<run-id>)")
     parser.add_argument("--pytest-arg", action="append", default=[], help="extra argument passed to pytest")
+    parser.add_argument("--spark-check", action="store_true",
+                        help="Spark-check this run's event log (the checks that hold under any consumer settings)")
+    parser.add_argument("--simulate-events", type=int, default=0,
+                        help="also simulate a log of about N events and Spark-check it with every check")
     parser.set_defaults(handler=run)
 
 
@@ -57,6 +61,41 @@ def run(args: argparse.Namespace) -> int:
         print("rmqc run: error: no test ran, so no verdict was produced", file=sys.stderr)
         return 5
     summary = json.loads(summary_path.read_text())
+    spark_failed = False
+    if args.spark_check or args.simulate_events:
+        summary["spark"] = spark_verdicts(out, args.spark_check, args.simulate_events)
+        summary_path.write_text(json.dumps(summary, indent=2))
+        spark_failed = not all(part["passed"] for part in summary["spark"].values())
     print(f"run folder: {out}  ({len(summary['behaviours'])} behaviours checked, "
           f"{len(summary['failed'])} failing)")
-    return 1 if summary["failed"] or code == 1 else 0
+    return 1 if summary["failed"] or code == 1 or spark_failed else 0
+
+
+def spark_verdicts(out: Path, own_log: bool, simulate_events: int) -> dict:
+    """Spark checks of this run's log and of a simulated log, as summary entries."""
+    from spark_checks.checks import CONFIGURATION_FREE, run_checks, write_result
+    from spark_checks.session import spark_session
+    from spark_checks.simulate import simulate
+
+    spark = spark_session()
+    parts = {}
+    jobs = []
+    if own_log:
+        jobs.append(("conformance_log", out / "events.parquet", CONFIGURATION_FREE,
+                     "this run's own log mixes consumer settings and injected faults on purpose, so only the "
+                     "checks that hold under any settings apply; the suites judge the rest"))
+    if simulate_events:
+        sim = simulate(simulate_events, out / "simulated", seed=1)
+        jobs.append(("simulated", Path(sim["path"]), None, f"{sim['events']} simulated events, every check"))
+    print("\nSpark checks")
+    for name, path, checks, note in jobs:
+        started = time.perf_counter()
+        result = run_checks(spark, str(path), out / f"spark-{name}", checks=checks)
+        result["seconds"] = round(time.perf_counter() - started, 2)
+        write_result(result, out / f"spark-{name}")
+        parts[name] = {"passed": result["passed"], "rows": result["rows"], "seconds": result["seconds"], "note": note,
+                       "checks": {c["name"]: {"verdict": c["verdict"], **c["counts"]} for c in result["checks"]}}
+        verdicts = ", ".join(f"{c['name']} {c['verdict']}" for c in result["checks"])
+        print(f"  {name}: {'PASS' if result['passed'] else 'FAIL'} ({result['rows']:,} rows, {result['seconds']} s): "
+              f"{verdicts}")
+    return parts

@@ -40,6 +40,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     chk.add_argument("--allow-duplicates", type=int, default=0,
                      help="duplicate deliveries allowed before the duplicates check fails (at-least-once)")
     chk.add_argument("--driver-memory", default=None, help="e.g. 2g")
+    chk.add_argument("--checks", default=None, help="comma-separated subset of the checks (default: all)")
     chk.set_defaults(handler=run_check)
 
 
@@ -71,7 +72,8 @@ def run_check(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     spark = spark_session(args.master, args.driver_memory)
     try:
-        result = run_checks(spark, str(path), out, args.profile, Tolerance(args.tolerance_ms), args.allow_duplicates)
+        result = run_checks(spark, str(path), out, args.profile, Tolerance(args.tolerance_ms), args.allow_duplicates,
+                            tuple(args.checks.split(",")) if args.checks else None)
     except CheckInputError as exc:
         print(f"rmqc check: error: {exc}", file=sys.stderr)
         return 2

@@ -194,24 +194,39 @@ def check_retry_intervals(v, ctx) -> CheckResult:
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"]})
 
 
+def _dlq_lives(v):
+    from pyspark.sql import functions as F
+
+    return (v.filter(F.col("kind").isin("DELIVER", "CONSUME_FAIL", "CONSUME_OK", "DLQ"))
+            .groupBy("run_id", "group", "msg_id").agg(
+                F.sum(F.when(F.col("kind") == "DELIVER", 1).otherwise(0)).alias("deliveries"),
+                F.sum(F.when(F.col("kind") == "CONSUME_OK", 1).otherwise(0)).alias("successes"),
+                F.min(F.when(F.col("kind") == "DLQ", F.col("ts_ms"))).alias("dlq_ts"),
+                F.max(F.when(F.col("kind") == "DELIVER", F.col("ts_ms"))).alias("last_delivery")))
+
+
+def check_nothing_after_dlq(v, ctx) -> CheckResult:
+    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07)."""
+    from pyspark.sql import functions as F
+
+    bad = _dlq_lives(v).filter(F.col("dlq_ts").isNotNull() & (F.col("last_delivery") > F.col("dlq_ts"))).cache()
+    n = bad.count()
+    return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n},
+                       _examples(bad, ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"]))
+
+
 def check_dlq(v, ctx) -> CheckResult:
-    """A message goes to the DLQ exactly after the maximum deliveries, all failed, and is not delivered after."""
+    """A message goes to the DLQ exactly after the maximum deliveries, all failed, and only then."""
     from pyspark.sql import functions as F
 
     max_d = timing(ctx["profile"]).max_deliveries
-    per = (v.filter(F.col("kind").isin("DELIVER", "CONSUME_FAIL", "CONSUME_OK", "DLQ"))
-           .groupBy("run_id", "group", "msg_id").agg(
-               F.sum(F.when(F.col("kind") == "DELIVER", 1).otherwise(0)).alias("deliveries"),
-               F.sum(F.when(F.col("kind") == "CONSUME_OK", 1).otherwise(0)).alias("successes"),
-               F.min(F.when(F.col("kind") == "DLQ", F.col("ts_ms"))).alias("dlq_ts"),
-               F.max(F.when(F.col("kind") == "DELIVER", F.col("ts_ms"))).alias("last_delivery")))
-    reason = (F.when(F.col("dlq_ts").isNotNull() & (F.col("last_delivery") > F.col("dlq_ts")), F.lit("delivered after DLQ"))
-              .when(F.col("dlq_ts").isNotNull() & (F.col("deliveries") != max_d), F.lit("DLQ not at the maximum"))
+    per = _dlq_lives(v).filter(F.col("dlq_ts").isNull() | (F.col("last_delivery") <= F.col("dlq_ts")))
+    reason = (F.when(F.col("dlq_ts").isNotNull() & (F.col("deliveries") != max_d), F.lit("DLQ not at the maximum"))
               .when(F.col("dlq_ts").isNull() & (F.col("deliveries") >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
     bad = per.withColumn("reason", reason).filter(F.col("reason").isNotNull()).cache()
     n = bad.count()
-    return CheckResult("dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
+    return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
                        {"violations": n, "max_deliveries": max_d},
                        _examples(bad, ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"]))
 
@@ -240,18 +255,22 @@ def check_delay_accuracy(v, ctx) -> CheckResult:
 
 CHECKS: dict[str, Callable] = {
     "no_loss": check_no_loss, "duplicates": check_duplicates, "exactly_once": check_exactly_once,
-    "order": check_order, "retry_intervals": check_retry_intervals, "dlq": check_dlq,
-    "delay_accuracy": check_delay_accuracy,
+    "order": check_order, "retry_intervals": check_retry_intervals, "dlq_at_max": check_dlq,
+    "nothing_after_dlq": check_nothing_after_dlq, "delay_accuracy": check_delay_accuracy,
 }
+CONFIGURATION_FREE = ("exactly_once", "nothing_after_dlq", "delay_accuracy")
+"""Checks that hold whatever each consumer's retry settings are: the ones a mixed conformance log can take."""
 FAULT_CHECK = {"lost": "no_loss", "duplicate-delivery": "duplicates", "duplicate-apply": "exactly_once",
                "reorder": "order", "early-retry": "retry_intervals", "late-retry": "retry_intervals",
-               "dlq-early": "dlq", "dlq-missing": "dlq", "delivered-after-dlq": "dlq"}
+               "dlq-early": "dlq_at_max", "dlq-missing": "dlq_at_max", "delivered-after-dlq": "nothing_after_dlq"}
 FAULT_COUNT = {"no_loss": "lost", "duplicates": "duplicate_deliveries", "exactly_once": "extra_applies",
-               "order": "violations", "retry_intervals": "out_of_tolerance", "dlq": "violations"}
+               "order": "violations", "retry_intervals": "out_of_tolerance", "dlq_at_max": "violations",
+               "nothing_after_dlq": "violations"}
 
 
 def run_checks(spark, path: str, out: Path | None = None, profile: str | None = None,
-               tolerance: Tolerance | None = None, allow_duplicates: int = 0) -> dict[str, Any]:
+               tolerance: Tolerance | None = None, allow_duplicates: int = 0,
+               checks: tuple[str, ...] | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     quarantine = (out / "quarantine") if out else None
@@ -263,7 +282,10 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         raise CheckInputError(f"profile {profile!r}: the checks know remoting-4.x and grpc-5.x")
     ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
            "allow_duplicates": allow_duplicates}
-    results = [fn(v, ctx) for fn in CHECKS.values()]
+    unknown = [c for c in (checks or ()) if c not in CHECKS]
+    if unknown:
+        raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+    results = [fn(v, ctx) for name, fn in CHECKS.items() if checks is None or name in checks]
     v.unpersist()
     return {"input": str(path), "profile": profile, **stats, "checks": [asdict(r) for r in results],
             "passed": all(r.verdict == "pass" for r in results)}

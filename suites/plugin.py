@@ -8,6 +8,7 @@ targets). Verdicts per spec ID: pass, fail, inconclusive, not applicable.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import time
@@ -83,6 +84,7 @@ class RunState:
     events: list[Any] = dataclasses.field(default_factory=list)
     results: dict[str, list[dict[str, str]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
     started: float = dataclasses.field(default_factory=time.perf_counter)
+    targets: Iterator[int] = dataclasses.field(default_factory=lambda: itertools.count(1))
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -159,7 +161,10 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
 
     yield make
     for target in created:
-        state.events.extend(dataclasses.replace(e, detail={**e.detail, "test": request.node.nodeid})
+        # every target numbers its own messages: prefix the ids so they stay unique in the run's log
+        tag = f"t{next(state.targets)}:"
+        state.events.extend(dataclasses.replace(e, msg_id=tag + e.msg_id if e.msg_id else None,
+                                                detail={**e.detail, "test": request.node.nodeid})
                             for e in target.events())
         target.close()
 

@@ -108,11 +108,14 @@ def test_check_command_end_to_end(tmp_path):
     out = tmp_path / "check"
     checked = subprocess.run(RMQC + ["check", str(log), "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert "FAIL          dlq" in checked.stdout
+    assert "FAIL          dlq_at_max" in checked.stdout
     result = json.loads((out / "result.json").read_text())
-    assert not result["passed"] and {c["name"]: c["verdict"] for c in result["checks"]}["dlq"] == "fail"
+    assert not result["passed"] and {c["name"]: c["verdict"] for c in result["checks"]}["dlq_at_max"] == "fail"
     page = (out / "index.html").read_text()
-    assert "<svg" in page and "dlq" in page and "counterexamples" in page
+    assert "<svg" in page and "dlq_at_max" in page and "counterexamples" in page
+    subset = subprocess.run(RMQC + ["check", str(log), "--out", str(tmp_path / "subset"), "--checks",
+                                    "no_loss,exactly_once"], capture_output=True, text=True, timeout=300)
+    assert subset.returncode == 0 and "dlq" not in subset.stdout
     missing = subprocess.run(RMQC + ["check", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     bad = subprocess.run(RMQC + ["simulate", "--events", "10", "--out", str(tmp_path / "x"), "--inject", "nope"],
