@@ -71,9 +71,9 @@ def load(spark, path: str, quarantine_dir: Path | None):
                .when(F.col("kind").isin(*MESSAGE_KINDS) & F.col("msg_id").isNull(), F.lit("null msg_id"))
                .when(F.col("attempt").isNotNull() & (F.col("attempt") < 1), F.lit("attempt below 1")))
     typed = df.withColumn("_problem", problem).cache()
-    counts = {r["bad"]: r["n"] for r in typed.groupBy(F.col("_problem").isNotNull().alias("bad"))
-              .agg(F.count("*").alias("n")).collect()}
-    total, bad = sum(counts.values()), counts.get(True, 0)
+    by_problem = {r["_problem"]: r["n"] for r in typed.groupBy("_problem").agg(F.count("*").alias("n")).collect()}
+    reasons = {k: n for k, n in by_problem.items() if k is not None}
+    total, bad = sum(by_problem.values()), sum(reasons.values())
     if total == 0:
         raise CheckInputError(f"{path}: the event log is empty; an empty log is not a pass")
     if bad and quarantine_dir is not None:
@@ -81,8 +81,6 @@ def load(spark, path: str, quarantine_dir: Path | None):
     valid = typed.filter(F.col("_problem").isNull()).drop("_problem")
     if total == bad:
         raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
-    reasons = {r["_problem"]: r["n"] for r in typed.filter(F.col("_problem").isNotNull())
-               .groupBy("_problem").agg(F.count("*").alias("n")).collect()} if bad else {}
     return valid, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons}
 
 
