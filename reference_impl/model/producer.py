@@ -155,7 +155,7 @@ class Producer:
         trace = self._grpc_send(config, queues, body, props, msg_id, message_group, stored) if self.grpc else \
             self._remoting_send(config, queues, body, props, msg_id, message_group, mode, stored)
         attempts = tuple(f"{a.broker}:{a.failure or a.code}" for a in trace.attempts)
-        elapsed = send_rules.elapsed_ms(trace) if isinstance(trace, send_rules.SendTrace) else 0
+        elapsed = 0 if self.grpc else send_rules.elapsed_ms(trace)
         if elapsed > 0:
             sim.clock.advance(elapsed)
         last = stored[-1][1] if stored else None
@@ -163,14 +163,13 @@ class Producer:
         if mode == "oneway":
             sim.emit("SEND_UNKNOWN", **common, detail=detail)
             return SendResult("UNKNOWN", msg_id, topic, attempts=attempts)
-        ok = (trace.status is not None) if isinstance(trace, send_rules.SendTrace) else trace.ok
-        if not ok:
+        if trace.status is None:
             code = trace.error_code if trace.error_code is not None else -1
-            message = getattr(trace, "error", "") or f"send failed after {len(attempts)} attempts"
+            message = trace.error or f"send failed after {len(attempts)} attempts"
             kind = "SEND_UNKNOWN" if stored else "SEND_FAIL"
             sim.emit(kind, **common, attempt=len(attempts), detail={**detail, "code": code, "remark": message})
             raise RocketMQError(code, message)
-        status = trace.status if isinstance(trace, send_rules.SendTrace) else "SEND_OK"
+        status = trace.status
         assert last is not None
         sim.emit("SEND_OK", **common, attempt=len(attempts), queue_id=last.queue_id,
                  queue_offset=last.queue_offset if last.topic == topic else None,
@@ -197,7 +196,7 @@ class Producer:
         return send_rules.sync_send(step, self.retry_times, retry_another_broker_when_not_store_ok=self.retry_another_broker,
                                     version=self.version)
 
-    def _grpc_send(self, config, queues, body, props, msg_id, message_group, stored):
+    def _grpc_send(self, config, queues, body, props, msg_id, message_group, stored) -> send_rules.SendTrace:
         """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01..03)."""
         if message_group:
             candidates = [self._group_queue(config, queues, message_group)]
@@ -207,30 +206,19 @@ class Producer:
         else:
             selector = qsel.PythonQueueSelector(queues, next(self._round_robin))
             candidates = [selector.select_next_queue() for _ in range(send_rules.MAX_ATTEMPTS_5X)]
-        outcomes: list[send_rules.GrpcAttempt] = []
-        brokers: list[str] = []
-        for n in range(send_rules.MAX_ATTEMPTS_5X):
-            mq = candidates[n % len(candidates)]
-            attempt = self._attempt(mq, config, body, props, msg_id, stored)
-            brokers.append(mq.broker_name)
-            code = send_rules.grpc_code_for_remoting(attempt.code) if attempt.failure is None else codes.OK
-            outcomes.append(send_rules.GrpcAttempt(code, network_error=attempt.failure is not None))
-            trace = (send_rules.java_5x_send if self.sdk == "java" else send_rules.python_5x_send)(outcomes)
-            if trace.ok or len(trace.attempts) < len(outcomes) or (
-                    self.sdk == "python" and code == codes.TOO_MANY_REQUESTS):
-                break
-            if len(trace.waits_ms) >= len(outcomes) and trace.waits_ms[-1]:
-                self.sim.clock.advance(int(trace.waits_ms[-1]))
-        trace.attempts_brokers = brokers  # type: ignore[attr-defined]
+        made: list[send_rules.Attempt] = []
 
-        class _Shim:  # the fields the caller reads, with brokers attached
-            pass
+        def step(n: int) -> send_rules.GrpcAttempt:
+            attempt = self._attempt(candidates[(n - 1) % len(candidates)], config, body, props, msg_id, stored)
+            made.append(attempt)
+            if attempt.failure is not None:
+                return send_rules.GrpcAttempt(network_error=True)
+            return send_rules.GrpcAttempt(send_rules.grpc_code_for_remoting(attempt.code))
 
-        shim = _Shim()
-        shim.ok, shim.error_code, shim.error = trace.ok, trace.error_code, ""
-        shim.attempts = [send_rules.Attempt(None if a.network_error else a.code, "remoting" if a.network_error else None,
-                                            0, b) for a, b in zip(trace.attempts, brokers)]
-        return shim
+        trace = send_rules.send_5x(step, self.sdk, sleep=lambda ms: self.sim.clock.advance(int(ms)))
+        return send_rules.SendTrace(attempts=made, status="SEND_OK" if trace.ok else None,
+                                    error_code=None if trace.ok else (trace.error_code or -1),
+                                    error="" if trace.ok else f"send failed after {len(made)} attempts")
 
     def send_batch(self, messages: Sequence[Mapping[str, object]]) -> list[SendResult]:
         """Batch send; delayed, retry-topic or mixed-topic batches are rejected by the client (DELAY-07, LIMIT-05)."""

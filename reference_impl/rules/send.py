@@ -189,45 +189,47 @@ class Send5xTrace:
     error_code: int | None = None
 
 
-def java_5x_send(outcomes: Sequence[GrpcAttempt], max_attempts: int = MAX_ATTEMPTS_5X, settings_synced: bool = True,
-                 backoff: tuple[float, float, float] = (10, 1000, 2)) -> Send5xTrace:
-    """Java ``ProducerImpl.send0`` (SEND-5X-01): immediate retries, except TooManyRequests waits
-    ``getNextAttemptDelay(attempt + 1)`` of the server's exponential policy (0 before the settings sync)."""
+def send_5x(outcomes: Sequence[GrpcAttempt] | Callable[[int], GrpcAttempt], sdk: str,
+            max_attempts: int = MAX_ATTEMPTS_5X, settings_synced: bool = True,
+            backoff: tuple[float, float, float] = (10, 1000, 2),
+            sleep: Callable[[float], None] = lambda ms: None) -> Send5xTrace:
+    """The 5.x SDKs' send attempts (SEND-5X-01, SEND-5X-02).
+
+    Failures are retried at once, up to ``max_attempts``. TooManyRequests (42900) differs by SDK: the
+    Java client waits ``getNextAttemptDelay(attempt + 1)`` of the server's exponential policy (0 before
+    the settings sync); the Python client never retries it. ``outcomes(n)`` makes attempt n (1-based).
+    """
     from .retry5x import java_exponential_delay_ms
 
+    next_attempt = outcomes if callable(outcomes) else (lambda n: outcomes[n - 1] if n <= len(outcomes) else None)
     trace = Send5xTrace()
     for attempt_no in range(1, max_attempts + 1):
-        if attempt_no - 1 >= len(outcomes):
+        outcome = next_attempt(attempt_no)
+        if outcome is None:
             break
-        outcome = outcomes[attempt_no - 1]
         trace.attempts.append(outcome)
         if not outcome.network_error and outcome.code == codes.OK:
             trace.ok = True
             return trace
         trace.error_code = None if outcome.network_error else outcome.code
+        flow_control = not outcome.network_error and outcome.code == codes.TOO_MANY_REQUESTS
+        if flow_control and sdk == "python":
+            return trace
         if attempt_no >= max_attempts:
             break
-        if not outcome.network_error and outcome.code == codes.TOO_MANY_REQUESTS:
-            trace.waits_ms.append(java_exponential_delay_ms(attempt_no + 1, *backoff) if settings_synced else 0)
-        else:
-            trace.waits_ms.append(0)
+        wait = java_exponential_delay_ms(attempt_no + 1, *backoff) if flow_control and settings_synced else 0
+        trace.waits_ms.append(wait)
+        if wait:
+            sleep(wait)
     return trace
+
+
+def java_5x_send(outcomes: Sequence[GrpcAttempt], max_attempts: int = MAX_ATTEMPTS_5X, settings_synced: bool = True,
+                 backoff: tuple[float, float, float] = (10, 1000, 2)) -> Send5xTrace:
+    """Java ``ProducerImpl.send0`` over scripted outcomes (SEND-5X-01)."""
+    return send_5x(outcomes, "java", max_attempts, settings_synced, backoff)
 
 
 def python_5x_send(outcomes: Sequence[GrpcAttempt], max_attempts: int = MAX_ATTEMPTS_5X) -> Send5xTrace:
-    """Python ``Producer`` (SEND-5X-02): TooManyRequests is never retried; other failures retry at once."""
-    trace = Send5xTrace()
-    for attempt_no in range(1, max_attempts + 1):
-        if attempt_no - 1 >= len(outcomes):
-            break
-        outcome = outcomes[attempt_no - 1]
-        trace.attempts.append(outcome)
-        if not outcome.network_error and outcome.code == codes.OK:
-            trace.ok = True
-            return trace
-        trace.error_code = None if outcome.network_error else outcome.code
-        if not outcome.network_error and outcome.code == codes.TOO_MANY_REQUESTS:
-            return trace
-        if attempt_no < max_attempts:
-            trace.waits_ms.append(0)
-    return trace
+    """Python ``Producer`` over scripted outcomes (SEND-5X-02)."""
+    return send_5x(outcomes, "python", max_attempts)
