@@ -75,17 +75,6 @@ def test_delivery_more_than_a_day_ahead_is_rejected(target):
             f"send raised {rejected.value!r}, not ILLEGAL_DELIVERY_TIME (40012)")
 
 
-@pytest.mark.profile("remoting-4.x")
-@pytest.mark.spec("DELAY-07")
-def test_delayed_batch_is_rejected_by_the_client(target):
-    from reference_impl.rules.delay import BatchRejected
-
-    target.require("send.batch")
-    target.create_topic("T")
-    with pytest.raises(BatchRejected, match="TimeDelayLevel is not supported for batching"):
-        target.producer().send_batch([{"topic": "T"}, {"topic": "T", "delay_level": 2}])
-
-
 @pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("RETRY-5X-09", "RETRY-5X-10", "RETRY-5X-07")
 def test_simple_consumer_never_acking_reaches_dlq(target):
