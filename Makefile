@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench bench-spark clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -25,6 +25,10 @@ test: install
 
 bench: install
 	$(BIN)/python bench/reference_bench.py
+
+bench-spark: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/spark_bench.py --events 10000000
 
 clean:
 	rm -rf $(VENV) reports/out .hypothesis *.egg-info
