@@ -65,9 +65,7 @@ class KafkaPatternTarget(Target):
         return self.sim.clock.wait_until(predicate, timeout_ms)
 
     def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
-        deadline = self.sim.clock.now_ms + max_ms
-        while self.sim.clock.next_due_ms() is not None and self.sim.clock.next_due_ms() <= deadline:
-            self.sim.clock.step()
+        self.sim.clock.run_until(self.sim.clock.now_ms + max_ms)
 
     def events(self) -> list[Event]:
         return self.sim.recorder.events

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_checks.checks import MESSAGE_KINDS, Tolerance
+from spark_checks.checks import FAULT_COUNT, MESSAGE_KINDS, Tolerance
 from spark_checks.eventlog import EVENT_KINDS
 from spark_checks.profiles import timing
 
@@ -79,9 +79,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         SELECT count(*), coalesce(sum(CASE WHEN abs(late_by) > delay_ms * {rel} + {ab} THEN 1 ELSE 0 END), 0) FROM d""")
     out["delay_accuracy"] = {"delayed_deliveries": delayed, "off": int(off)}
     for name, counts in out.items():
-        key = {"no_loss": "lost", "duplicates": "duplicate_deliveries", "exactly_once": "extra_applies",
-               "order": "violations", "retry_intervals": "out_of_tolerance", "dlq_at_max": "violations",
-               "nothing_after_dlq": "violations", "delay_accuracy": "off"}[name]
+        key = {**FAULT_COUNT, "delay_accuracy": "off"}[name]
         noisy_band = counts.get("noise_band", 0)
         counts["verdict"] = "fail" if counts[key] else ("inconclusive" if noisy_band else "pass")
     return out

@@ -5,6 +5,7 @@ called through its module so that a test can swap one rule and see the suites re
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -460,7 +461,7 @@ class Broker:
             self.order_infos[key] = new_info
             for message in batch:
                 count = counts.get(message.queue_offset, 0)
-                view = Message(**{**message.__dict__, "reconsume_times": count if count > 0 else message.reconsume_times})
+                view = dataclasses.replace(message, reconsume_times=count if count > 0 else message.reconsume_times)
                 if retry5x.pop_filter(view.reconsume_times, max_attempts) == "TO_DLQ":
                     self.forward_to_dlq(group, view, topic)
                     fifo_rules.commit_and_next(new_info, message.queue_offset, new_info.pop_time)

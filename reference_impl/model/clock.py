@@ -39,6 +39,11 @@ class VirtualClock:
             self.step()
         self.now_ms = target
 
+    def run_until(self, deadline_ms: int) -> None:
+        """Run every action due by ``deadline_ms``; the clock stays at the last action run."""
+        while self._queue and self._queue[0][0] <= deadline_ms:
+            self.step()
+
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
         """Run actions until ``predicate()`` holds or ``timeout_ms`` of virtual time pass."""
         deadline = self.now_ms + timeout_ms

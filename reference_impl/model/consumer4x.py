@@ -5,6 +5,7 @@ messages through them on the virtual clock.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..rules import codes, filter as filter_rules, offsets as offset_rules, orderly4x, retry4x
@@ -282,4 +283,4 @@ class PushConsumer4x:
 
 
 def _with_rt(message: Message, reconsume_times: int) -> Message:
-    return Message(**{**message.__dict__, "reconsume_times": reconsume_times})
+    return dataclasses.replace(message, reconsume_times=reconsume_times)

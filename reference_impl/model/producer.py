@@ -6,7 +6,6 @@ attempt, applies injected broker faults, stores what a broker would store, and l
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
@@ -138,7 +137,6 @@ class Producer:
         common = dict(topic=topic, client_id=self.client_id, msg_id=msg_id, key=key, message_group=message_group,
                       producer_seq=seq, delay_level=delay_level or None)
         sim.emit("SEND_INVOKE", **common, detail={"mode": mode, "sdk": self.sdk if self.grpc else "remoting"})
-        body = body if body else (b"" if self.grpc or body is None else body)
         try:
             self._validate(topic, body, tags, key, message_group, properties, delivery_timestamp_ms)
             config = self._topic(topic)
@@ -256,7 +254,3 @@ class TransactionProducer(Producer):
             sim.emit_tx("TX_END", half, {"state": state.value, "source": "CLIENT"})
         return half
 
-
-def body_checksum(body: bytes) -> str:
-    """CRC32 of a body as 8 upper-case hex characters (the gRPC body digest)."""
-    return f"{zlib.crc32(body):08X}"
