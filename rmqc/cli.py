@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run_command, spark_commands, spec_command
+from . import run_command, serve_command, spark_commands, spec_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_command.add_parser(sub)
     spec_command.add_parser(sub)
     spark_commands.add_parsers(sub)
+    serve_command.add_parser(sub)
     return parser
 
 

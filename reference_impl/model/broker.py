@@ -407,10 +407,10 @@ class Broker:
         return codes.OK
 
     def change_invisible_duration(self, receipt: str, invisible_ms: int) -> tuple[int, str | None]:
+        retry5x.change_invisible_ms(invisible_ms)  # an illegal time leaves the handle as it was
         flight = self.in_flight.pop(receipt, None)
         if flight is None:
             return codes.INVALID_RECEIPT_HANDLE, None
-        retry5x.change_invisible_ms(invisible_ms)
         flight.auto_renew = False
         flight.visible_at = self.sim.clock.now_ms + invisible_ms
         flight.receipt = self._new_receipt()

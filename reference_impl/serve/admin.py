@@ -1,0 +1,66 @@
+"""``rmqc.Admin``: a small JSON-over-gRPC side channel of ``rmqc serve`` (not part of RocketMQ).
+
+A real cluster is configured with ``mqadmin``; the reference takes the same settings here, so the
+grpc adapter can create topics and groups and learn the server's time scale. Against a real proxy
+the methods answer UNIMPLEMENTED and the adapter falls back to what the route tells it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import grpc
+
+from ..rules import codes
+from .realtime import RealTimeModel
+
+SERVICE = "rmqc.Admin"
+METHODS = ("Info", "CreateTopic", "ConfigureGroup")
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
+
+
+def encode(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def decode(data: bytes) -> Any:
+    return json.loads(data.decode() or "{}")
+
+
+class AdminService:
+    def __init__(self, model: RealTimeModel, version: str) -> None:
+        self.model = model
+        self.version = version
+
+    def Info(self, request: dict, context: grpc.ServicerContext) -> dict:
+        with self.model.locked() as sim:
+            return {"server": "rmqc serve", "version": self.version, "profile": sim.profile,
+                    "time_scale": self.model.time_scale, "spec_now_ms": sim.clock.now_ms,
+                    "wall_epoch_ms": self.model.wall_epoch_ms}
+
+    def CreateTopic(self, request: dict, context: grpc.ServicerContext) -> dict:
+        name = str(request.get("name", ""))
+        message_type = str(request.get("message_type", "NORMAL"))
+        if not name or message_type not in MESSAGE_TYPES:
+            return {"code": codes.BAD_REQUEST, "message": f"need a name and a message_type in {MESSAGE_TYPES}"}
+        with self.model.locked() as sim:
+            sim.broker.create_topic(name, int(request.get("read_queues", 4)), int(request.get("write_queues", 4)),
+                                    int(request.get("perm", 6)), message_type)
+        return {"code": codes.OK}
+
+    def ConfigureGroup(self, request: dict, context: grpc.ServicerContext) -> dict:
+        name = str(request.get("name", ""))
+        if not name:
+            return {"code": codes.BAD_REQUEST, "message": "need a group name"}
+        with self.model.locked() as sim:
+            group = sim.broker.group(name)
+            group.retry_max_times = int(request.get("retry_max_times", group.retry_max_times))
+            group.fifo = bool(request.get("fifo", group.fifo))
+            group.retry_policy = str(request.get("retry_policy", group.retry_policy))
+        return {"code": codes.OK}
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        def unary(method: Callable[[dict, grpc.ServicerContext], dict]) -> grpc.RpcMethodHandler:
+            return grpc.unary_unary_rpc_method_handler(method, request_deserializer=decode, response_serializer=encode)
+
+        return grpc.method_handlers_generic_handler(SERVICE, {m: unary(getattr(self, m)) for m in METHODS})

@@ -1,0 +1,110 @@
+"""Start and stop ``rmqc serve``: a grpcio server of the reference model on 127.0.0.1 by default."""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import yaml
+from rocketmq.grpc_protocol import service_pb2_grpc
+
+from ..model.simulation import Simulation
+from .admin import MESSAGE_TYPES, AdminService
+from .realtime import RealTimeModel
+from .service import MessagingService, ServeOptions
+
+VERSION = "0.1.0"
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # bodies over the proxy's 4 MiB must reach the handler to be refused
+log = logging.getLogger("rmqc.serve")
+
+
+class ServeConfigError(ValueError):
+    """A bad ``--config`` file: the message names the file and the entry."""
+
+
+@dataclass
+class ServeConfig:
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    auto_create: bool = True
+
+
+def load_config(path: Path) -> ServeConfig:
+    """``topics: [{name, queues, message_type}]``, ``groups: [{name, retry_max_times, fifo}]``, ``auto_create``."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ServeConfigError(f"{path}: {exc}".replace("\n", " ")) from None
+    if not isinstance(data, dict) or set(data) - {"topics", "groups", "auto_create"}:
+        raise ServeConfigError(f"{path}: expected a mapping with topics, groups and auto_create")
+    config = ServeConfig(list(data.get("topics") or []), list(data.get("groups") or []),
+                         bool(data.get("auto_create", True)))
+    for i, topic in enumerate(config.topics):
+        if not isinstance(topic, dict) or not topic.get("name"):
+            raise ServeConfigError(f"{path}: topics[{i}]: needs a name")
+        if topic.get("message_type", "NORMAL") not in MESSAGE_TYPES:
+            raise ServeConfigError(f"{path}: topics[{i}] {topic['name']}: message_type must be one of {MESSAGE_TYPES}")
+    for i, group in enumerate(config.groups):
+        if not isinstance(group, dict) or not group.get("name"):
+            raise ServeConfigError(f"{path}: groups[{i}]: needs a name")
+    return config
+
+
+class ReferenceServer:
+    """The model, its real-time driver and the grpcio server around them."""
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
+                 profile: str = "grpc-5.x", config: ServeConfig | None = None, seed: int = 0,
+                 workers: int = 64) -> None:
+        if profile != "grpc-5.x":
+            raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
+        config = config or ServeConfig()
+        self.sim = Simulation(profile, run_id="serve", target="rmqc-serve", seed=seed)
+        self.model = RealTimeModel(self.sim, time_scale)
+        for topic in config.topics:
+            queues = int(topic.get("queues", 4))
+            self.sim.broker.create_topic(str(topic["name"]), queues, queues,
+                                         message_type=str(topic.get("message_type", "NORMAL")))
+        for group in config.groups:
+            g = self.sim.broker.group(str(group["name"]))
+            g.retry_max_times = int(group.get("retry_max_times", g.retry_max_times))
+            g.fifo = bool(group.get("fifo", False))
+        self.options = ServeOptions(host=host, port=port, auto_create=config.auto_create)
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rmqc-rpc"),
+                                  options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                                           ("grpc.so_reuseport", 0)])
+        self.service = MessagingService(self.model, self.options)
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(self.service, self.server)
+        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION).handler(),))
+        bound = self.server.add_insecure_port(f"{host}:{port}")
+        if bound == 0:
+            raise OSError(f"cannot bind {host}:{port}")
+        self.options.port = self.port = bound
+        self.host = host
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> "ReferenceServer":
+        self.model.start()
+        self.server.start()
+        return self
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        self.server.stop(grace_s).wait(grace_s + 1)
+        self.model.stop()
+
+    def serve_until_signalled(self) -> None:
+        """Block until SIGINT or SIGTERM, then shut down cleanly."""
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        stop.wait()
+        self.stop()

@@ -1,0 +1,413 @@
+"""``apache.rocketmq.v2.MessagingService`` over the reference model: what a 5.x proxy answers.
+
+Each handler validates like the proxy (codes from ``reference_impl.rules``), then calls the model's
+broker under the real-time lock. A handler never raises into gRPC: an unexpected error becomes
+``INTERNAL_SERVER_ERROR`` with its message, and the server keeps serving.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import grpc
+from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
+
+from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
+from ..rules import transaction as tx_rules, validation
+from ..rules.codes import RocketMQError
+from .convert import WallClock, backoff_policy, duration_ms, message_of, route_queues, set_duration, set_timestamp
+from .convert import status, timestamp_ms
+from .realtime import RealTimeModel
+
+log = logging.getLogger("rmqc.serve")
+
+MAX_LONG_POLL_SPEC_MS = 20_000
+MAX_LONG_POLL_WALL_S = 2.0
+MAX_BATCH = 32
+
+
+@dataclass
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8081
+    auto_create: bool = True
+    default_queues: int = 4
+    long_polling_ms: int = retry5x.LONG_POLLING_TIMEOUT_MS
+
+
+@dataclass
+class ClientStream:
+    """An open Telemetry stream: where server-initiated commands (transaction checks) go."""
+
+    client_id: str
+    client_type: int
+    outbox: "queue.Queue[rpc.TelemetryCommand | None]" = field(default_factory=queue.Queue)  # type: ignore[name-defined]
+
+
+def _client_id(context: grpc.ServicerContext) -> str:
+    return dict(context.invocation_metadata()).get("x-mq-client-id", "")
+
+
+def _guard(response_type: type) -> Callable:
+    """Turn a RocketMQError into the response's status, anything else into INTERNAL_SERVER_ERROR."""
+
+    def wrap(handler: Callable) -> Callable:
+        def run(self: "MessagingService", request, context):
+            try:
+                return handler(self, request, context)
+            except RocketMQError as exc:
+                return response_type(status=status(exc.code, exc.message))
+            except retry5x.IllegalInvisibleTime as exc:
+                return response_type(status=status(codes.ILLEGAL_INVISIBLE_TIME, str(exc)))
+            except Exception as exc:  # the server must survive any request
+                log.exception("%s failed", handler.__name__)
+                return response_type(status=status(codes.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+        run.__name__ = handler.__name__
+        return run
+
+    return wrap
+
+
+class MessagingService(service_pb2_grpc.MessagingServiceServicer):
+    """The proxy front of the reference model."""
+
+    def __init__(self, model: RealTimeModel, options: ServeOptions) -> None:
+        self.model = model
+        self.options = options
+        self.broker = model.sim.broker
+        self.wall = WallClock(model.wall_epoch_ms, model.spec_now_ms)
+        self.streams: dict[str, ClientStream] = {}
+        self._streams_lock = threading.Lock()
+        self._tx_ids = itertools.count(1)
+        self._round_robin = itertools.count()
+        self.transactions: dict[str, object] = {}
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def _topic(self, name: str, *, create: bool = True):
+        if not name:
+            raise RocketMQError(codes.ILLEGAL_TOPIC, "topic name is required")
+        config = self.broker.topics.get(name)
+        if config is not None:
+            return config
+        if name.startswith("%DLQ%") or name.startswith("%RETRY%"):
+            raise RocketMQError(codes.TOPIC_NOT_FOUND, f"topic {name} not found")
+        validation.check_topic_proxy(name)
+        if not (create and self.options.auto_create):
+            raise RocketMQError(codes.TOPIC_NOT_FOUND, f"topic {name} not found")
+        q = self.options.default_queues
+        return self.broker.create_topic(name, q, q)
+
+    @staticmethod
+    def _group(name: str) -> str:
+        if not name:
+            raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "consumer group is required")
+        validation.check_group_proxy(name)
+        return name
+
+    # ---- routing and sessions ---------------------------------------------------------------
+
+    @_guard(rpc.QueryRouteResponse)
+    def QueryRoute(self, request, context):
+        with self.model.locked():
+            config = self._topic(request.topic.name)
+            queues = route_queues(config, self.options.host, self.options.port, request.topic.resource_namespace)
+        return rpc.QueryRouteResponse(status=status(codes.OK), message_queues=queues)
+
+    @_guard(rpc.HeartbeatResponse)
+    def Heartbeat(self, request, context):
+        return rpc.HeartbeatResponse(status=status(codes.OK))
+
+    @_guard(rpc.QueryAssignmentResponse)
+    def QueryAssignment(self, request, context):
+        with self.model.locked():
+            self._group(request.group.name)
+            config = self._topic(request.topic.name)
+            response = rpc.QueryAssignmentResponse(status=status(codes.OK))
+            for broker_queue in route_queues(config, self.options.host, self.options.port,
+                                             request.topic.resource_namespace)[:1]:
+                broker_queue.id = -1  # the proxy assigns a whole broker: pop picks the queue
+                response.assignments.add(message_queue=broker_queue)
+        return response
+
+    @_guard(rpc.NotifyClientTerminationResponse)
+    def NotifyClientTermination(self, request, context):
+        return rpc.NotifyClientTerminationResponse(status=status(codes.OK))
+
+    def Telemetry(self, request_iterator, context) -> Iterator[rpc.TelemetryCommand]:  # type: ignore[override]
+        """Answer each settings command with the server's settings; keep the stream for transaction checks."""
+        stream = ClientStream(_client_id(context), 0)
+
+        def read() -> None:
+            try:
+                for command in request_iterator:
+                    if command.HasField("settings"):
+                        stream.client_type = command.settings.client_type
+                        stream.outbox.put(self._settings_answer(command.settings))
+                        if command.settings.HasField("publishing"):
+                            with self._streams_lock:
+                                self.streams[stream.client_id] = stream
+            except grpc.RpcError:  # the client went away
+                pass
+            except Exception:
+                log.exception("Telemetry failed")
+            finally:
+                stream.outbox.put(None)
+
+        threading.Thread(target=read, name="rmqc-telemetry", daemon=True).start()
+        context.add_callback(lambda: stream.outbox.put(None))
+        try:
+            while True:
+                command = stream.outbox.get()
+                if command is None or not context.is_active():
+                    return
+                yield command
+        finally:
+            with self._streams_lock:
+                if self.streams.get(stream.client_id) is stream:
+                    del self.streams[stream.client_id]
+
+    def _settings_answer(self, asked: pb.Settings) -> rpc.TelemetryCommand:
+        settings = pb.Settings()
+        settings.CopyFrom(asked)
+        settings.metric.on = False
+        settings.ClearField("backoff_policy")
+        if asked.HasField("subscription") and asked.subscription.group.name:
+            with self.model.locked():
+                group = self.broker.group(asked.subscription.group.name)
+                consumer = group.settings()
+            backoff_policy(settings.backoff_policy, consumer.backoff)
+            settings.subscription.fifo = consumer.fifo
+            settings.subscription.receive_batch_size = consumer.receive_batch_size
+            set_duration(settings.subscription.long_polling_timeout, self.options.long_polling_ms)
+        else:
+            producer = retry5x.producer_settings()
+            backoff_policy(settings.backoff_policy, producer.backoff)
+            settings.publishing.max_body_size = producer.max_body_size
+            settings.publishing.validate_message_type = producer.validate_message_type
+        return rpc.TelemetryCommand(status=status(codes.OK), settings=settings)
+
+    # ---- sending ----------------------------------------------------------------------------
+
+    @_guard(rpc.SendMessageResponse)
+    def SendMessage(self, request, context):
+        if not request.messages:
+            raise RocketMQError(codes.BAD_REQUEST, "no message to send")
+        client = _client_id(context)
+        entries = []
+        with self.model.locked():
+            for message in request.messages:
+                try:
+                    entries.append(self._send_one(message, client))
+                except RocketMQError as exc:
+                    entries.append(rpc.SendResultEntry(status=status(exc.code, exc.message)))
+        codes_seen = {e.status.code for e in entries}
+        overall = status(codes.OK) if codes_seen == {codes.OK} else (
+            entries[0].status if len(codes_seen) == 1 else status(30000, "multiple results"))
+        return rpc.SendMessageResponse(status=overall, entries=entries)
+
+    def _send_one(self, message: pb.Message, client: str) -> rpc.SendResultEntry:
+        """Proxy checks (LIMIT-01..04, FIFO-07, DELAY-08), queue choice (FIFO-01), then the broker's put."""
+        sp = message.system_properties
+        topic = message.topic.name
+        validation.check_topic_proxy(topic)
+        validation.check_body_proxy(message.body)
+        props = dict(message.user_properties)
+        validation.check_properties_proxy(props, sp.tag or None, list(sp.keys))
+        if not sp.message_id:
+            raise RocketMQError(40009, "message id is required")
+        group = sp.message_group if sp.HasField("message_group") else None
+        if group is not None and fifo_rules.validate_message_group(group) != codes.OK:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, f"message group {group!r} is illegal")
+        now = self.model.sim.clock.now_ms
+        deliver_ms = None
+        if sp.HasField("delivery_timestamp"):
+            deliver_ms = timestamp_ms(sp.delivery_timestamp) - self.wall.epoch_ms
+            if not delay_rules.proxy_delivery_time_legal(deliver_ms, now):
+                raise RocketMQError(codes.ILLEGAL_DELIVERY_TIME, "delivery timestamp is more than a day ahead")
+        config = self._topic(topic)
+        props["UNIQ_KEY"] = sp.message_id
+        if sp.tag:
+            props["TAGS"] = sp.tag
+        if sp.keys:
+            props["KEYS"] = " ".join(sp.keys)
+        if group is not None:
+            props["__SHARDINGKEY"] = group
+        if deliver_ms is not None:
+            props["TIMER_DELIVER_MS"] = str(deliver_ms)
+        queues = config.write_queues
+        qid = fifo_rules.proxy_queue_for_group(group, queues) if group else next(self._round_robin) % queues
+        born = timestamp_ms(sp.born_timestamp) - self.wall.epoch_ms if sp.HasField("born_timestamp") else now
+        if sp.message_type == pb.TRANSACTION:
+            half = self.broker.put_half(topic, qid, message.body, props, sp.message_id, client)
+            tx_id = f"tx-{next(self._tx_ids)}"
+            self.transactions[tx_id] = half
+            self.broker.tx_checkers[client] = self._check_by_telemetry
+            return rpc.SendResultEntry(status=status(codes.OK), message_id=sp.message_id, transaction_id=tx_id,
+                                       offset=half.message.queue_offset)
+        put = self.broker.put(topic, qid, message.body, props, sp.message_id, born_ms=born)
+        if put.code != codes.R_SUCCESS or put.message is None:
+            raise RocketMQError(40000 if put.code == codes.R_MESSAGE_ILLEGAL else codes.INTERNAL_SERVER_ERROR,
+                                put.remark or f"broker answered {put.code}")
+        self.model.sim.emit("SEND_OK", topic=topic, client_id=client, msg_id=sp.message_id,
+                            key=sp.keys[0] if sp.keys else None, message_group=group, queue_id=put.message.queue_id,
+                            queue_offset=put.message.queue_offset)
+        return rpc.SendResultEntry(status=status(codes.OK), message_id=sp.message_id,
+                                   offset=put.message.queue_offset)
+
+    # ---- transactions (TX-01..05) -----------------------------------------------------------
+
+    def _check_by_telemetry(self, message, check_times: int) -> None:
+        """A transaction check goes to the producer's Telemetry stream; its answer comes as EndTransaction."""
+        tx_id = next((t for t, h in self.transactions.items() if h.message is message), "")  # type: ignore[attr-defined]
+        with self._streams_lock:
+            streams = list(self.streams.values())
+        if not streams:
+            return None
+        command = rpc.TelemetryCommand()
+        command.recover_orphaned_transaction_command.transaction_id = tx_id
+        out = command.recover_orphaned_transaction_command.message
+        out.topic.name = message.properties.get("REAL_TOPIC", message.topic)
+        out.body = message.body
+        out.system_properties.message_id = message.msg_id
+        out.system_properties.message_type = pb.TRANSACTION
+        out.system_properties.body_encoding = pb.IDENTITY
+        if message.key:
+            out.system_properties.keys.append(message.key)
+        streams[0].outbox.put(command)
+        return None
+
+    @_guard(rpc.EndTransactionResponse)
+    def EndTransaction(self, request, context):
+        with self.model.locked():
+            half = self.transactions.get(request.transaction_id)
+            if half is None or half.message.msg_id != request.message_id:  # type: ignore[attr-defined]
+                raise RocketMQError(40008, f"transaction {request.transaction_id!r} of message "
+                                           f"{request.message_id!r} is unknown")
+            state = {pb.COMMIT: tx_rules.LocalTransactionState.COMMIT_MESSAGE,
+                     pb.ROLLBACK: tx_rules.LocalTransactionState.ROLLBACK_MESSAGE}.get(request.resolution)
+            if state is None:
+                raise RocketMQError(codes.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
+            error = self.broker.end_transaction(half, state, half.producer_group)  # type: ignore[attr-defined]
+            if error:
+                raise RocketMQError(40008, error)
+        return rpc.EndTransactionResponse(status=status(codes.OK))
+
+    # ---- consuming --------------------------------------------------------------------------
+
+    def ReceiveMessage(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:  # type: ignore[override]
+        try:
+            yield from self._receive(request, context)
+        except RocketMQError as exc:
+            yield rpc.ReceiveMessageResponse(status=status(exc.code, exc.message))
+        except retry5x.IllegalInvisibleTime as exc:
+            yield rpc.ReceiveMessageResponse(status=status(codes.ILLEGAL_INVISIBLE_TIME, str(exc)))
+        except Exception as exc:
+            log.exception("ReceiveMessage failed")
+            yield rpc.ReceiveMessageResponse(status=status(codes.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def _receive(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:
+        """Pop with the proxy's invisible-time rules (RETRY-5X-09), long-polling until a message is visible."""
+        group = self._group(request.group.name)
+        if request.batch_size <= 0:
+            raise RocketMQError(codes.BAD_REQUEST, f"batch size {request.batch_size} must be positive")
+        expression = request.filter_expression
+        if expression.type == pb.SQL:
+            raise RocketMQError(40010, "SQL92 filtering needs enablePropertyFilter=true on the broker")
+        tags = filter_rules.parse_tag_expression(expression.expression or "*").tags
+        invisible = retry5x.receive_invisible_ms(duration_ms(request.invisible_duration) or 0, request.auto_renew)
+        poll = MAX_LONG_POLL_SPEC_MS
+        if request.HasField("long_polling_timeout"):
+            poll = min(max(0, duration_ms(request.long_polling_timeout) or 0), MAX_LONG_POLL_SPEC_MS)
+        client = _client_id(context)
+        with self.model.locked() as sim:
+            config = self._topic(request.message_queue.topic.name, create=False)
+            fifo = self.broker.group(group).fifo
+            deadline = sim.clock.now_ms + poll
+            wall_deadline = self.model.wall_seconds(poll)
+            give_up = time.monotonic() + min(MAX_LONG_POLL_WALL_S, wall_deadline)
+            while True:
+                flights = self.broker.pop(group, config.name, invisible, min(request.batch_size, MAX_BATCH),
+                                          request.attempt_id or f"{client}-{sim.clock.now_ms}", fifo=fifo,
+                                          auto_renew=request.auto_renew, tags=tags)
+                if flights or sim.clock.now_ms >= deadline or time.monotonic() >= give_up or not context.is_active():
+                    break
+                self.model.wait(deadline, give_up - time.monotonic())
+            out = [message_of(f, self.wall, request.message_queue.topic.resource_namespace) for f in flights]
+            for flight in flights:
+                m = flight.message
+                sim.emit("DELIVER", topic=flight.origin_topic, group=group, client_id=client, msg_id=m.msg_id,
+                         key=m.key, message_group=m.message_group, queue_id=m.queue_id, queue_offset=m.queue_offset,
+                         attempt=retry5x.delivery_attempt(m.reconsume_times), detail={"stored_topic": m.topic})
+            now_wall = self.wall(sim.clock.now_ms)
+        if not out:
+            yield rpc.ReceiveMessageResponse(status=status(codes.MESSAGE_NOT_FOUND, "no new message"))
+            return
+        first = rpc.ReceiveMessageResponse()
+        set_timestamp(first.delivery_timestamp, now_wall)
+        yield first
+        for message in out:
+            yield rpc.ReceiveMessageResponse(message=message)
+        yield rpc.ReceiveMessageResponse(status=status(codes.OK))
+
+    @_guard(rpc.AckMessageResponse)
+    def AckMessage(self, request, context):
+        self._group(request.group.name)
+        if not request.entries:
+            raise RocketMQError(codes.BAD_REQUEST, "no entry to ack")
+        response = rpc.AckMessageResponse()
+        with self.model.locked() as sim:
+            for entry in request.entries:
+                code = self.broker.ack(entry.receipt_handle) if entry.receipt_handle else codes.INVALID_RECEIPT_HANDLE
+                message = "OK" if code == codes.OK else f"receipt handle {entry.receipt_handle!r} is invalid or expired"
+                response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                     status=status(code, message))
+                if code == codes.OK:
+                    sim.emit("ACK", topic=request.topic.name, group=request.group.name, client_id=_client_id(context),
+                             msg_id=entry.message_id)
+        seen = {e.status.code for e in response.entries}
+        response.status.CopyFrom(status(codes.OK) if seen == {codes.OK} else (
+            response.entries[0].status if len(seen) == 1 else status(30000, "multiple results")))
+        return response
+
+    @_guard(rpc.ChangeInvisibleDurationResponse)
+    def ChangeInvisibleDuration(self, request, context):
+        self._group(request.group.name)
+        with self.model.locked():
+            code, receipt = self.broker.change_invisible_duration(request.receipt_handle,
+                                                                  duration_ms(request.invisible_duration) or 0)
+        if code != codes.OK:
+            return rpc.ChangeInvisibleDurationResponse(
+                status=status(code, f"receipt handle {request.receipt_handle!r} is invalid or expired"))
+        return rpc.ChangeInvisibleDurationResponse(status=status(codes.OK), receipt_handle=receipt or "")
+
+    @_guard(rpc.ForwardMessageToDeadLetterQueueResponse)
+    def ForwardMessageToDeadLetterQueue(self, request, context):
+        self._group(request.group.name)
+        with self.model.locked():
+            code = self.broker.forward_in_flight_to_dlq(request.receipt_handle)
+        message = "OK" if code == codes.OK else f"receipt handle {request.receipt_handle!r} is invalid or expired"
+        return rpc.ForwardMessageToDeadLetterQueueResponse(status=status(code, message))
+
+    # ---- not served -------------------------------------------------------------------------
+
+    def _not_implemented(name: str, response_type: type):  # type: ignore[misc]
+        def handler(self, request, context):
+            return response_type(status=status(codes.NOT_IMPLEMENTED, f"{name} is not served by the reference"))
+
+        handler.__name__ = name
+        return handler
+
+    PullMessage = None  # server streaming; left to the base class (gRPC UNIMPLEMENTED)
+    UpdateOffset = _not_implemented("UpdateOffset", rpc.UpdateOffsetResponse)
+    GetOffset = _not_implemented("GetOffset", rpc.GetOffsetResponse)
+    QueryOffset = _not_implemented("QueryOffset", rpc.QueryOffsetResponse)
+    RecallMessage = _not_implemented("RecallMessage", rpc.RecallMessageResponse)
+    SyncLiteSubscription = _not_implemented("SyncLiteSubscription", rpc.SyncLiteSubscriptionResponse)
+    del PullMessage
