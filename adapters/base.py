@@ -30,6 +30,7 @@ CAPABILITIES = {
     "topic.multi_broker": "a topic can span several brokers",
     "consumer.filter.tag": "tag subscriptions", "consumer.filter.sql": "SQL92 subscriptions",
     "consumer.crash": "a consumer can be killed without a clean shutdown",
+    "observe.queue_id": "the queue a sent message was stored in is observable by the client",
 }
 
 
@@ -129,6 +130,9 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool: ...
+
+    def require_duration(self, spec_ms: float) -> None:
+        """Raise ``NotApplicable`` when ``spec_ms`` of spec time would outlast this target's time budget."""
 
     def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
         """Let everything pending happen (all retries, DLQs, checks), bounded by ``max_ms`` of spec time."""

@@ -13,7 +13,8 @@ from .base import NotApplicable, Target
 
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
            "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
-           "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash"}
+           "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
+           "observe.queue_id"}
 _BY_PROFILE = {
     "remoting-4.x": _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     "grpc-5.x": _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",

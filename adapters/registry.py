@@ -6,7 +6,7 @@ from typing import Callable
 from .base import Target, TargetError
 
 KNOWN_FORMS = "reference, grpc://HOST:PORT, container:IMAGE or driver:CMD"
-PLANNED = {"grpc": "the gRPC adapter", "container": "the container adapter", "driver": "the driver-protocol adapter"}
+PLANNED = {"container": "the container adapter", "driver": "the driver-protocol adapter"}
 
 
 def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
@@ -19,10 +19,21 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             return (KafkaPatternTarget if profile == "kafka-retry" else ReferenceTarget)(profile, **kw)  # type: ignore[arg-type]
 
         return "reference", reference
+    if spec.startswith("grpc://"):
+        address = spec[len("grpc://"):].rstrip("/")
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise TargetError(f"--target {spec}: expected grpc://HOST:PORT")
+        from .grpc import GrpcTarget
+
+        def grpc_target(profile: str = "grpc-5.x", **kw: object) -> Target:
+            return GrpcTarget(address, profile, **kw)  # type: ignore[arg-type]
+
+        return "grpc", grpc_target
     kind = spec.split("://", 1)[0] if "://" in spec else spec.split(":", 1)[0]
     if kind in PLANNED and spec != kind:
         raise TargetError(f"--target {spec}: {PLANNED[kind]} is not part of this build yet; "
-                          f"available now: reference")
+                          f"available now: reference, grpc://HOST:PORT")
     raise TargetError(f"unknown --target {spec!r}: expected {KNOWN_FORMS}")
 
 

@@ -1,0 +1,557 @@
+"""The grpc adapter: a ``Target`` over the official 5.x SDK ``rocketmq-python-client``, pointed at any
+proxy endpoint (``--target grpc://HOST:PORT``) -- ``rmqc serve`` or a real RocketMQ 5.x proxy.
+
+Time: the target runs on the wall clock. Against ``rmqc serve`` the adapter asks the server for its
+time scale (``rmqc.Admin/Info``) and reports spec time (wall time / scale); against any other proxy
+the scale is 1.0. Every observable transition goes to the event log: sends, deliveries, listener
+outcomes, acks, nacks and what lands in ``%DLQ%<group>`` (read back with a simple consumer).
+
+Names: each target suffixes the topics and groups it creates with a short tag, so runs against a
+long-lived proxy never see each other's messages; events carry the names the suite used.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import grpc
+
+from reference_impl.model.views import Listener, MessageView, SendResult
+from reference_impl.rules import retry5x
+from reference_impl.rules.codes import RocketMQError
+from reference_impl.rules.retry4x import ListenerOutcome
+from spark_checks.eventlog import Event, EventRecorder
+
+from .base import NotApplicable, Target, TargetError
+from .sdk5x import load_sdk, scale_fifo_local_retries
+
+log = logging.getLogger("rmqc.grpc")
+
+CAPABILITIES = frozenset({"send.sync", "send.async", "delay.timer", "consumer.simple5x", "consumer.push5x",
+                          "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag"})
+PROBE_TIMEOUT_S = 5.0
+DEFAULT_BUDGET_S = 120.0
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,100}$")
+
+
+@dataclass
+class ServerInfo:
+    time_scale: float
+    spec_wall_at_start_ms: float
+    admin: bool
+    description: str
+    answered_at: float = field(default_factory=time.monotonic)
+
+
+def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
+    """Reach the endpoint once; ``rmqc serve`` answers ``rmqc.Admin/Info``, a real proxy UNIMPLEMENTED."""
+    channel = grpc.insecure_channel(address)
+    try:
+        info = channel.unary_unary("/rmqc.Admin/Info", request_serializer=lambda v: json.dumps(v).encode(),
+                                   response_deserializer=lambda b: json.loads(b.decode()))
+        try:
+            answer = info({}, timeout=timeout_s, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return ServerInfo(1.0, time.time() * 1000, False, "a RocketMQ 5.x proxy")
+            cause = exc.details() or exc.code().name
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
+            raise TargetError(f"grpc://{address}: unreachable: {cause}") from None
+        return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
+                          f"{answer['server']} {answer['version']}")
+    finally:
+        channel.close()
+
+
+def _code_of(exc: BaseException) -> int:
+    return int(getattr(exc, "code", None) or -1) if not callable(getattr(exc, "code", None)) else -1
+
+
+class GrpcTarget(Target):
+    """A 5.x proxy through the official Python SDK."""
+
+    def __init__(self, address: str, profile: str = "grpc-5.x", *, run_id: str = "run", seed: int = 0,
+                 time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S) -> None:
+        if profile != "grpc-5.x":
+            raise NotApplicable(f"grpc://{address} speaks the 5.x protocol; profile {profile} needs another target")
+        self.address = address
+        self.name = f"grpc://{address}"
+        self.profile = profile
+        self.capabilities = CAPABILITIES
+        self.info = probe(address)
+        self.time_scale = time_scale or self.info.time_scale
+        self.budget_s = budget_s
+        self.sdk = load_sdk()
+        scale_fifo_local_retries(self.time_scale)
+        self.recorder = EventRecorder(run_id, self.name, profile)
+        self._lock = threading.RLock()
+        self._t0 = self.info.answered_at  # spec time 0 is the instant the server told its time
+        self._tag = uuid.uuid4().hex[:6]
+        self._real: dict[str, str] = {}
+        self._logical: dict[str, str] = {}
+        self._clients: list[Any] = []
+        self._groups: dict[str, dict[str, Any]] = {}
+        self._subscriptions: dict[str, tuple[str, frozenset[str]]] = {}  # group -> (topic, tags or empty = all)
+        self._sent: dict[str, tuple[str, str | None]] = {}  # msg_id -> (topic, tag)
+        self._final: set[tuple[str, str]] = set()           # (group, msg_id) acked or dead-lettered
+        self._dlq_seen: set[tuple[str, str]] = set()
+        self._dlq_readers: dict[str, Any] = {}
+        self._last_event = time.monotonic()
+        self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
+
+    # ---- names --------------------------------------------------------------------------------
+
+    def real(self, name: str) -> str:
+        """The name on the server: suffixed when the suffixed name is still a legal one."""
+        if name in self._real:
+            return self._real[name]
+        real = f"{name}-{self._tag}" if _NAME.match(name) else name
+        self._real[name], self._logical[real] = real, name
+        return real
+
+    def logical(self, real: str) -> str:
+        if real.startswith("%DLQ%"):
+            return "%DLQ%" + self.logical(real[5:])
+        return self._logical.get(real, real)
+
+    # ---- time ---------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return int((time.monotonic() - self._t0) * 1000 / self.time_scale)
+
+    def _sleep_spec(self, spec_ms: float) -> None:
+        time.sleep(max(0.0, spec_ms * self.time_scale / 1000))
+
+    def advance(self, delta_ms: int) -> None:
+        self._check_budget(delta_ms)
+        self._sleep_spec(delta_ms)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        deadline = time.monotonic() + min(self.budget_s, timeout_ms * self.time_scale / 1000)
+        while not predicate():
+            if time.monotonic() >= deadline:
+                return predicate()
+            time.sleep(0.002)
+        return True
+
+    def _check_budget(self, spec_ms: float) -> None:
+        wall = spec_ms * self.time_scale / 1000
+        if wall > self.budget_s:
+            raise NotApplicable(f"{spec_ms / 1000:.0f} s of spec time takes {wall:.0f} s on {self.name} "
+                                f"(time scale {self.time_scale:g}), over the {self.budget_s:.0f} s budget")
+
+    def require_duration(self, spec_ms: float) -> None:
+        """Suites whose ladders would outlast the budget on this target are not applicable."""
+        self._check_budget(spec_ms)
+
+    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+        """Until every message a push consumer should get is acked or dead-lettered, then a short quiet."""
+        deadline = time.monotonic() + min(self.budget_s, max_ms * self.time_scale / 1000)
+        while time.monotonic() < deadline:
+            self._read_dead_letters()
+            if not self._pending():
+                break
+            time.sleep(0.005)
+        quiet = max(0.05, 20 * self.time_scale)  # 20 spec seconds, at least 50 ms: stray redeliveries show up
+        end = min(deadline, time.monotonic() + quiet)
+        while time.monotonic() < end:
+            time.sleep(0.005)
+        self._read_dead_letters()
+
+    def _pending(self) -> list[tuple[str, str]]:
+        with self._lock:
+            out = []
+            for group, (topic, tags) in self._subscriptions.items():
+                for msg_id, (sent_topic, tag) in self._sent.items():
+                    if sent_topic == topic and (not tags or tag in tags) and (group, msg_id) not in self._final:
+                        out.append((group, msg_id))
+            return out
+
+    # ---- events -------------------------------------------------------------------------------
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        with self._lock:
+            self.recorder.emit(kind, self.now_ms(), **fields)
+            self._last_event = time.monotonic()
+
+    def events(self) -> list[Event]:
+        self._read_dead_letters()
+        with self._lock:
+            return sorted(self.recorder.events, key=lambda e: (e.ts_ms, e.seq))
+
+    def _spec_ts_of_wall(self, wall_ms: float) -> int:
+        return int(wall_ms - self.info.spec_wall_at_start_ms) if self.info.admin else \
+            int((wall_ms - self.info.spec_wall_at_start_ms) / self.time_scale)
+
+    def _read_dead_letters(self) -> None:
+        """What reached ``%DLQ%<group>`` of the groups this target consumed with."""
+        for group in list(self._groups):
+            reader = self._dlq_reader(group)
+            if reader is None:
+                continue
+            while True:
+                try:
+                    messages = reader.receive(32, 20)
+                except Exception:  # the DLQ topic does not exist until the first dead letter
+                    break
+                if not messages:
+                    break
+                for m in messages:
+                    key = (group, m.message_id)
+                    if key not in self._dlq_seen:
+                        self._dlq_seen.add(key)
+                        with self._lock:
+                            self._final.add(key)
+                            stored = getattr(m, "_Message__store_timestamp", None)  # no public property in 5.1.2
+                            ts = self._spec_ts_of_wall(stored) if stored else self.now_ms()
+                            self.recorder.emit("DLQ", ts, topic=f"%DLQ%{group}", group=group, msg_id=m.message_id,
+                                               key=next(iter(m.keys), None) if m.keys else None,
+                                               message_group=m.message_group,
+                                               attempt=sum(1 for e in self.recorder.events if e.kind == "DELIVER"
+                                                           and e.group == group and e.msg_id == m.message_id),
+                                               detail={"reconsume_times": max(0, (m.delivery_attempt or 1) - 1)})
+                    try:
+                        reader.ack(m)
+                    except Exception as exc:
+                        log.warning("ack of a dead letter failed: %s", exc)
+
+    def _dlq_reader(self, group: str) -> Any | None:
+        if group in self._dlq_readers:
+            return self._dlq_readers[group]
+        topic = f"%DLQ%{self.real(group)}"
+        reader_group = f"rmqc-dlq-{self._tag}"
+        # a dead letter carries its reconsume times: a reader with the default 16 retries would
+        # dead-letter it again on the first pop
+        self._admin("ConfigureGroup", {"name": reader_group, "retry_max_times": 10_000})
+        try:
+            reader = self.sdk.SimpleConsumer(self._config, reader_group, {topic: self.sdk.FilterExpression()},
+                                             await_duration=1)
+            reader.startup()
+        except Exception as exc:
+            log.info("no DLQ reader for %s yet: %s", topic, exc)
+            return None
+        self._clients.append(reader)
+        self._dlq_readers[group] = reader
+        return reader
+
+    # ---- admin --------------------------------------------------------------------------------
+
+    def _admin(self, method: str, request: dict[str, Any]) -> bool:
+        """Call ``rmqc.Admin``; False when the server has no admin side channel (a real proxy)."""
+        if not self.info.admin:
+            return False
+        channel = grpc.insecure_channel(self.address)
+        try:
+            call = channel.unary_unary(f"/rmqc.Admin/{method}", request_serializer=lambda v: json.dumps(v).encode(),
+                                       response_deserializer=lambda b: json.loads(b.decode()))
+            answer = call(request, timeout=PROBE_TIMEOUT_S)
+        finally:
+            channel.close()
+        if answer.get("code") != 20000:
+            raise TargetError(f"{self.name}: {method} {request}: {answer}")
+        return True
+
+    def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str = "NORMAL", brokers: int = 1) -> None:
+        if brokers > 1:
+            raise NotApplicable(f"{self.name}: topics spanning several brokers are set up outside the SDK")
+        if not self._admin("CreateTopic", {"name": self.real(name), "read_queues": read_queues,
+                                           "write_queues": write_queues, "perm": perm, "message_type": message_type}):
+            raise NotApplicable(f"{self.name} has no admin API; create topic {self.real(name)} "
+                                f"({read_queues}/{write_queues} queues) with mqadmin first")
+
+    def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+        settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
+                    "retry_policy": retry_policy}
+        if not self._admin("ConfigureGroup", settings):
+            raise NotApplicable(f"{self.name} has no admin API; configure group {self.real(name)} with mqadmin first")
+        self._groups.setdefault(name, {}).update(settings)
+
+    # ---- clients ------------------------------------------------------------------------------
+
+    def producer(self, group: str = "P", **options: object) -> "GrpcProducer":
+        sdk = options.pop("sdk", "python")
+        if sdk != "python":
+            raise NotApplicable(f"{self.name} drives the Python SDK, not the {sdk} one")
+        producer = self.sdk.Producer(self._config, tls_enable=False)
+        self._start(producer)
+        return GrpcProducer(self, producer)
+
+    def transaction_producer(self, group: str, check: Callable[..., Any]) -> object:
+        self.require("transactions")
+        raise AssertionError("unreachable")
+
+    def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> Any:
+        raise NotApplicable(f"{self.name} is a 5.x proxy; 4.x push consumers need the remoting protocol")
+
+    def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*") -> "GrpcSimpleConsumer":
+        self._groups.setdefault(group, {})
+        consumer = self._consumer(lambda: self.sdk.SimpleConsumer(
+            self._config, self.real(group), {self.real(topic): self._filter(expression)}, await_duration=1))
+        return GrpcSimpleConsumer(self, consumer, group, topic)
+
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "python",
+                         expression: str = "*") -> "GrpcPushConsumer":
+        self.require("consumer.push5x", f"sdk.{sdk}")
+        self._groups.setdefault(group, {})
+        tags = frozenset(t.strip() for t in expression.split("||") if t.strip()) if expression not in ("", "*") \
+            else frozenset()
+        with self._lock:
+            self._subscriptions[group] = (topic, tags)
+        handle = GrpcPushConsumer(self, group, topic, listener)
+        handle.consumer = self._consumer(lambda: _recording_push_consumer(self.sdk)(
+            handle, self._config, self.real(group), handle, {self.real(topic): self._filter(expression)}))
+        self._wait_receiving(handle.consumer)
+        return handle
+
+    def _wait_receiving(self, consumer: Any, timeout_s: float = 15.0) -> None:
+        """A push consumer is ready once its assignment arrived and its first receive is out (the SDK
+        scans assignments a second after start); until then no delivery time means anything."""
+        deadline = time.monotonic() + timeout_s
+        while not getattr(consumer, "_PushConsumer__process_queues", None) or \
+                not consumer._PushConsumer__process_queues.values():
+            if time.monotonic() >= deadline:
+                raise TargetError(f"{self.name}: the push consumer got no queue assignment within {timeout_s:g} s")
+            time.sleep(0.01)
+
+    def _filter(self, expression: str) -> Any:
+        return self.sdk.FilterExpression(expression or "*")
+
+    def _consumer(self, build: Callable[[], Any]) -> Any:
+        try:
+            client = build()
+        except Exception as exc:
+            code = _code_of(exc)
+            raise _SdkError(code, str(exc)) from None
+        self._start(client)
+        return client
+
+    def _start(self, client: Any) -> None:
+        try:
+            client.startup()
+        except Exception as exc:
+            raise TargetError(f"{self.name}: {type(client).__name__} failed to start: {exc}") from None
+        self._clients.append(client)
+
+    def close(self) -> None:
+        for client in reversed(self._clients):
+            try:
+                client.shutdown()
+            except Exception as exc:  # a client that never fully started
+                log.info("shutdown of %s: %s", client, exc)
+        self._clients.clear()
+
+
+class _SdkError(RocketMQError):
+    """An SDK call that failed: its RocketMQ status code (-1 for the SDK's own argument checks)."""
+
+
+def _sdk_call(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except _SdkError:
+        raise
+    except Exception as exc:
+        raise _SdkError(_code_of(exc), str(exc)) from None
+
+
+class GrpcProducer:
+    def __init__(self, target: GrpcTarget, producer: Any) -> None:
+        self.target, self.producer = target, producer
+        self._seq: dict[str | None, itertools.count] = {}
+
+    def send(self, topic: str, body: bytes = b"", *, key: str | None = None, tags: str | None = None,
+             message_group: str | None = None, delay_level: int = 0, delivery_timestamp_ms: int | None = None,
+             properties: dict[str, str] | None = None, mode: str = "sync") -> SendResult:
+        t = self.target
+        if delay_level:
+            raise NotApplicable(f"{t.name}: the 5.x SDK has no delay levels (use delivery timestamps)")
+        if mode not in ("sync", "async"):
+            raise NotApplicable(f"{t.name}: the Python 5.x SDK has no {mode} send")
+        seq = next(self._seq.setdefault(message_group, itertools.count()))
+        common = dict(topic=topic, key=key, message_group=message_group, producer_seq=seq)
+        t.emit("SEND_INVOKE", **common, detail={"mode": mode, "sdk": "python"})
+        try:
+            message = self._message(topic, body, key, tags, message_group, delivery_timestamp_ms, properties)
+            receipt = self.producer.send(message) if mode == "sync" else self.producer.send_async(message).result()
+        except Exception as exc:
+            code = _code_of(exc)
+            t.emit("SEND_FAIL", **common, detail={"code": code, "remark": str(exc)[:300]})
+            raise _SdkError(code, str(exc)) from None
+        with t._lock:
+            t._sent[receipt.message_id] = (topic, tags)
+        t.emit("SEND_OK", **common, msg_id=receipt.message_id, queue_offset=receipt.offset,
+               detail={"mode": mode, "status": "SEND_OK"})
+        return SendResult("SEND_OK", receipt.message_id, topic, None, receipt.offset)
+
+    def _message(self, topic: str, body: bytes, key: str | None, tags: str | None, message_group: str | None,
+                 delivery_timestamp_ms: int | None, properties: dict[str, str] | None) -> Any:
+        """The SDK's ``Message``; its setters make the SDK's own argument checks (LIMIT-03, LIMIT-04, LIMIT-06)."""
+        t = self.target
+        message = t.sdk.Message()
+        message.topic = t.real(topic)
+        message.body = body
+        if key:
+            message.keys = key
+        if tags:
+            message.tag = tags
+        if message_group:
+            message.message_group = message_group
+        if properties:
+            for k, v in properties.items():
+                message.add_property(k, v)
+        if delivery_timestamp_ms is not None:
+            wall = t.info.spec_wall_at_start_ms + delivery_timestamp_ms if t.info.admin else \
+                t.info.spec_wall_at_start_ms + delivery_timestamp_ms * t.time_scale
+            message.delivery_timestamp = int(wall // 1000)
+        return message
+
+    def send_batch(self, messages: Any) -> list[SendResult]:
+        raise NotApplicable(f"{self.target.name}: the Python 5.x SDK sends one message per request")
+
+
+def _view(target: GrpcTarget, m: Any, attempt: int) -> MessageView:
+    props = dict(m.properties or {})
+    return MessageView(m.message_id, target.logical(m.topic), next(iter(m.keys), None) if m.keys else None, m.tag,
+                       m.body, max(0, (m.delivery_attempt or 1) - 1), attempt, -1, -1, target.logical(m.topic),
+                       m.message_group, props, m.receipt_handle)
+
+
+class GrpcSimpleConsumer:
+    """receive / ack / change_invisible_duration with codes, as the reference's simple consumer answers."""
+
+    def __init__(self, target: GrpcTarget, consumer: Any, group: str, topic: str) -> None:
+        self.target, self.consumer, self.group, self.topic = target, consumer, group, topic
+        self._messages: dict[str, Any] = {}
+
+    def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
+        t = self.target
+
+        def call() -> list[Any]:
+            try:
+                return self.consumer.receive(max_messages, max(0, invisible_ms) // 1000)
+            except Exception as exc:
+                if _code_of(exc) != 50001:
+                    raise
+                log.warning("receive before settings arrived (5.0.0 proxy race): retrying once in 1 s")
+                time.sleep(1)
+                return self.consumer.receive(max_messages, max(0, invisible_ms) // 1000)
+
+        views = []
+        for m in _sdk_call(call):
+            view = _view(t, m, m.delivery_attempt)
+            self._messages[m.receipt_handle] = m
+            t.emit("DELIVER", topic=view.topic, group=self.group, msg_id=m.message_id, key=view.key,
+                   message_group=view.message_group, attempt=view.delivery_attempt)
+            views.append(view)
+        return views
+
+    def ack(self, view: MessageView) -> int:
+        message = self._messages[view.receipt_handle]  # type: ignore[index]
+        try:
+            self.consumer.ack(message)
+        except Exception as exc:
+            return _code_of(exc)
+        self.target.emit("ACK", topic=view.topic, group=self.group, msg_id=view.msg_id, key=view.key,
+                         attempt=view.delivery_attempt)
+        with self.target._lock:
+            self.target._final.add((self.group, view.msg_id))
+        return 20000
+
+    def change_invisible_duration(self, view: MessageView, invisible_ms: int) -> tuple[int, str | None]:
+        message = self._messages[view.receipt_handle]  # type: ignore[index]
+        try:
+            self.consumer.change_invisible_duration(message, invisible_ms // 1000)
+        except Exception as exc:
+            return _code_of(exc), None
+        self._messages[message.receipt_handle] = message
+        return 20000, message.receipt_handle
+
+    def shutdown(self) -> None:
+        """Shut down with the target."""
+
+
+_RECORDING: dict[int, type] = {}
+
+
+def _recording_push_consumer(sdk: Any) -> type:
+    """The SDK's PushConsumer with its ack and nack calls recorded as they succeed."""
+    if id(sdk) in _RECORDING:
+        return _RECORDING[id(sdk)]
+
+    class RecordingPushConsumer(sdk.PushConsumer):  # type: ignore[name-defined,misc]
+        def __init__(self, handle: "GrpcPushConsumer", *args: Any) -> None:
+            super().__init__(*args)
+            self._rmqc = handle
+
+        def _ack(self, message: Any) -> None:
+            super()._ack(message)
+            self._rmqc.acked(message)
+
+        def _change_invisible_duration(self, message: Any, invisible_duration: Any) -> None:
+            super()._change_invisible_duration(message, invisible_duration)
+            self._rmqc.nacked(message, invisible_duration)
+
+    _RECORDING[id(sdk)] = RecordingPushConsumer
+    return RecordingPushConsumer
+
+
+class GrpcPushConsumer:
+    """The SDK's PushConsumer; this object is its MessageListener and records what the SDK does."""
+
+    def __init__(self, target: GrpcTarget, group: str, topic: str, listener: Listener) -> None:
+        self.target, self.group, self.topic, self.listener = target, group, topic, listener
+        self.consumer: Any = None
+        self._local: dict[tuple[str, str], int] = {}
+
+    def consume(self, message: Any) -> Any:
+        t = self.target
+        fifo = bool(message.message_group) and bool(t._groups.get(self.group, {}).get("fifo"))
+        if fifo:  # the Python SDK counts local FIFO attempts from 1 (RETRY-5X-08)
+            handle = (message.message_id, message.receipt_handle)
+            attempt = self._local[handle] = self._local.get(handle, 0) + 1
+        else:
+            attempt = message.delivery_attempt
+        view = _view(t, message, attempt)
+        t.emit("DELIVER", topic=view.topic, group=self.group, msg_id=view.msg_id, key=view.key,
+               message_group=view.message_group, attempt=attempt,
+               detail={"reconsume_times": view.reconsume_times})
+        try:
+            outcome = self.listener(view)
+        except Exception as exc:
+            outcome = ListenerOutcome.EXCEPTION
+            log.info("listener raised %s", exc)
+        ok = outcome is ListenerOutcome.SUCCESS
+        t.emit("CONSUME_OK" if ok else "CONSUME_FAIL", topic=view.topic, group=self.group, msg_id=view.msg_id,
+               key=view.key, attempt=attempt, detail={"outcome": outcome.value})
+        return t.sdk.ConsumeResult.SUCCESS if ok else t.sdk.ConsumeResult.FAILURE
+
+    def acked(self, message: Any) -> None:
+        t = self.target
+        key = next(iter(message.keys), None) if message.keys else None
+        with t._lock:
+            t._final.add((self.group, message.message_id))
+        t.emit("ACK", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id, key=key,
+               attempt=message.delivery_attempt)
+
+    def nacked(self, message: Any, invisible_s: float) -> None:
+        t = self.target
+        key = next(iter(message.keys), None) if message.keys else None
+        t.emit("RETRY_SCHEDULED", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id,
+               key=key, attempt=message.delivery_attempt + 1, expected_delay_ms=int(invisible_s * 1000),
+               detail={"via": "change_invisible_duration"})
+
+    def shutdown(self) -> None:
+        """Shut down with the target (the SDK's shutdown also notifies the server)."""
+
+
+__all__ = ["GrpcTarget", "probe", "ServerInfo", "retry5x"]
