@@ -31,6 +31,9 @@ settings.register_profile("ci", max_examples=100, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=300, deadline=None, print_blob=True, suppress_health_check=_SUPPRESSED)
 settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True,
                           suppress_health_check=_SUPPRESSED)
+settings.register_profile("realtime", max_examples=int(os.environ.get("RMQC_REALTIME_EXAMPLES", "3")), deadline=None,
+                          derandomize=True, print_blob=True, suppress_health_check=_SUPPRESSED)
+"""Targets on a wall clock run a few examples per property: each example's ladder takes real time."""
 settings.load_profile(os.environ.get("RMQC_HYPOTHESIS_PROFILE", "ci"))
 
 NOT_APPLICABLE = "not applicable"
@@ -63,6 +66,15 @@ def pytest_configure(config: pytest.Config) -> None:
         kind, factory = target_factory(config.getoption("--rmq-target"))
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if kind != "reference" and "RMQC_HYPOTHESIS_PROFILE" not in os.environ:
+        settings.load_profile("realtime")
+    if kind == "grpc":
+        from adapters.grpc import probe
+
+        try:
+            probe(config.getoption("--rmq-target").removeprefix("grpc://"))
+        except TargetError as exc:
+            raise pytest.UsageError(str(exc)) from None
     profiles = target_profiles(kind)
     wanted = config.getoption("--rmq-profile")
     if wanted is not None:
@@ -85,6 +97,7 @@ class RunState:
     results: dict[str, list[dict[str, str]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
     started: float = dataclasses.field(default_factory=time.perf_counter)
     targets: Iterator[int] = dataclasses.field(default_factory=lambda: itertools.count(1))
+    timing: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -157,6 +170,13 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
         except NotApplicable as exc:
             not_applicable(str(exc))
         created.append(target)
+        if not state.timing:
+            from suites.checks import tolerance_for
+
+            tolerance = tolerance_for(target)
+            state.timing = {"time_scale": target.time_scale, "tolerance_absolute_ms": tolerance.absolute_ms,
+                            "tolerance_relative": tolerance.relative,
+                            "clock": "virtual" if "clock.virtual" in target.capabilities else "wall"}
         return target
 
     yield make
@@ -195,6 +215,10 @@ def _reference_rule_only(request: pytest.FixtureRequest) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
+    if call.excinfo is not None and isinstance(call.excinfo.value, NotApplicable) and report.failed:
+        # a capability the target lacks, found inside the test: not applicable, never a failure
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {NOT_APPLICABLE}: {call.excinfo.value}")
     if report.when == "call" or (report.when == "setup" and not report.passed):
         verdict, reason = _verdict(report)
         cited = spec_ids(item)
@@ -232,13 +256,17 @@ def summarize(state: RunState, spec: Spec) -> dict[str, Any]:
             counts[behaviours[b.id]["verdict"] if b.id in behaviours else "not tested"] += 1
         areas[area] = counts
     return {"run_id": state.run_id, "target": state.target_spec, "profiles": list(state.profiles),
-            "elapsed_s": round(time.perf_counter() - state.started, 2), "areas": areas, "behaviours": behaviours,
+            "elapsed_s": round(time.perf_counter() - state.started, 2), "timing": state.timing,
+            "areas": areas, "behaviours": behaviours,
             "failed": sorted(s for s, b in behaviours.items() if b["verdict"] == "fail")}
 
 
 def format_summary(summary: dict[str, Any]) -> list[str]:
     lines = [f"rocketmq-conformance run {summary['run_id']} against {summary['target']} "
-             f"({', '.join(summary['profiles'])}), {summary['elapsed_s']} s",
+             f"({', '.join(summary['profiles'])}), {summary['elapsed_s']} s" + (
+                 f"; wall clock at time scale {summary['timing']['time_scale']:g}, timing tolerance "
+                 f"{summary['timing']['tolerance_absolute_ms']} ms + {summary['timing']['tolerance_relative']:.0%}"
+                 if summary.get("timing", {}).get("clock") == "wall" else ""),
              f"{'area':<12} {'pass':>5} {'fail':>5} {'incon':>6} {'n/a':>5} {'untested':>9}"]
     for area, c in summary["areas"].items():
         lines.append(f"{area:<12} {c['pass']:>5} {c['fail']:>5} {c['inconclusive']:>6} "

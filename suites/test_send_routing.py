@@ -168,6 +168,7 @@ def test_message_group_routing(make_target, profile, groups, per_group):
     """Every message of a group lands on one queue. Which queue is pinned by the catalog vectors below and
     by the JVM cross-check of the hash functions (suites/test_java_primitives.py)."""
     target = make_target(profile)
+    target.require("observe.queue_id")
     target.create_topic("T", read_queues=8, write_queues=8)
     producer = target.producer()
     for g in groups:
@@ -187,6 +188,7 @@ CATALOG_ROUTES = [("grpc-5.x", "order-1", 4, 3), ("grpc-5.x", "order-2", 16, 11)
 @pytest.mark.parametrize("profile,group,queues,want", CATALOG_ROUTES)
 def test_catalog_group_routing_through_the_target(make_target, profile, group, queues, want):
     target = make_target(profile)
+    target.require("observe.queue_id")
     target.create_topic("T", read_queues=queues, write_queues=queues)
     result = target.producer().send("T", b"x", key=group, message_group=group)
     require(result.queue_id == want, "FIFO-01" if profile == "grpc-5.x" else "FIFO-03",
@@ -202,10 +204,12 @@ BAD_INPUT = [
     ("remoting-4.x", dict(properties={"p": "v" * 40000}), 13, "msg properties length limit 32KB", "LIMIT-04"),
     ("grpc-5.x", dict(topic="rmq_sys_x"), 40002, "cannot access system topic", "LIMIT-01"),
     ("grpc-5.x", dict(body=b"x" * 4194305), 41301, "cannot exceed", "LIMIT-03"),
-    ("grpc-5.x", dict(body=b"", sdk="python"), -1, "message body is none.", "LIMIT-03"),
+    ("grpc-5.x", dict(body=b"", sdk="python"), -1, "body should not be blank.", "LIMIT-03"),
     ("grpc-5.x", dict(properties={"DELAY": "3"}, sdk="python"), 40007, "not allowed", "LIMIT-04"),
     ("grpc-5.x", dict(properties={"p": "v" * 16385}, sdk="python"), 43101, "exceeds", "LIMIT-04"),
-    ("grpc-5.x", dict(tags="a|b", sdk="python"), 40004, "is illegal", "LIMIT-04"),
+    ("grpc-5.x", dict(tags="a|b", sdk="python"), -1, 'tag should not contain "|"', "LIMIT-04"),
+    ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5, sdk="python"), -1, "should not be set at same time",
+     "LIMIT-06"),
     ("grpc-5.x", dict(message_group="g" * 64), 40006, "is illegal", "FIFO-07"),
     ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5), -1, "should not be set at same time", "LIMIT-06"),
     ("grpc-5.x", dict(topic="Unknown"), 40402, "not found", "TOPIC-02"),
@@ -227,8 +231,8 @@ def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, override
         producer.send(topic, body, key="bad", **args)
     require(err.value.code == code and message in err.value.message, spec_id,
             f"{overrides}: got ({err.value.code}, {err.value.message!r}), want ({code}, {message!r})")
-    require(not target.stored_messages(topic) if topic != "T" else not target.stored_messages("T"), spec_id,
-            "a rejected message was stored")
+    if "inspect.broker" in target.capabilities:
+        require(not target.stored_messages(topic), spec_id, "a rejected message was stored")
 
 
 @pytest.mark.spec("LIMIT-02")
@@ -246,8 +250,8 @@ def test_bad_group_names(make_target, profile, group, code, message):
     with pytest.raises(RocketMQError) as err:
         if profile == "remoting-4.x":
             target.push_consumer_4x(group, "T", lambda v: ListenerOutcome.SUCCESS)
-        else:
-            target.simple_consumer_5x(group, "T")
+        else:  # a proxy answers a bad group at the first request that names it
+            target.simple_consumer_5x(group, "T").receive(16, 30_000)
     require(err.value.code == code and message in err.value.message, "LIMIT-02",
             f"group {group[:20]!r}: got ({err.value.code}, {err.value.message!r})")
 

@@ -61,6 +61,7 @@ class Producer:
             return
         if self.sdk == "python":
             validation.check_body_python_5x(body)
+            validation.check_message_python_5x(tags, message_group, delivery_timestamp_ms)
         else:
             validation.check_java_message_builder(topic, body, tags, [key] if key else [], properties, message_group,
                                                   delivery_timestamp_ms)

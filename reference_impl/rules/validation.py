@@ -183,11 +183,21 @@ def check_body_proxy(body: bytes, max_message_size: int = MAX_MESSAGE_SIZE) -> N
 
 
 def check_body_python_5x(body: bytes | None) -> None:
-    """Python 5.x SDK: empty -> "message body is none."; > 4 MiB hard-coded (LIMIT-03, SEND-5X-02)."""
+    """Python 5.x SDK 5.1.2: the ``Message.body`` setter refuses an empty body ("body should not be
+    blank."); the send refuses more than 4 MiB, hard-coded (LIMIT-03, SEND-5X-02)."""
     if not body:
-        raise RocketMQError(-1, "message body is none.")
+        raise RocketMQError(-1, "body should not be blank.")
     if len(body) > MAX_MESSAGE_SIZE:
         raise RocketMQError(-1, f"message body size {len(body)} exceeds {MAX_MESSAGE_SIZE}")
+
+
+def check_message_python_5x(tag: str | None, message_group: str | None, delivery_timestamp_ms: int | None) -> None:
+    """Python 5.x SDK 5.1.2 ``Message`` setters, met before any request (LIMIT-04, LIMIT-06): a tag may not
+    be blank or hold ``|``; a message group and a delivery timestamp exclude each other."""
+    if tag is not None and (not tag.strip() or "|" in tag):
+        raise RocketMQError(-1, 'tag should not contain "|".' if "|" in tag else "tag should not be blank.")
+    if message_group is not None and delivery_timestamp_ms is not None:
+        raise RocketMQError(-1, "delivery_timestamp and message_group should not be set at same time.")
 
 
 def check_properties_store(serialized: str) -> None:
