@@ -94,9 +94,21 @@ def test_unknown_target_is_one_line(tmp_path: Path) -> None:
 
 
 def test_planned_target_kind_says_so(tmp_path: Path) -> None:
-    result = subprocess.run(RMQC + ["run", "--target", "grpc://127.0.0.1:1", "--out", str(tmp_path)],
+    result = subprocess.run(RMQC + ["run", "--target", "driver:some-sdk-driver", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "not part of this build yet" in result.stderr
+
+
+def test_unreachable_grpc_target_fails_within_its_timeout(tmp_path: Path) -> None:
+    """Nothing listens on port 1: the run stops with the address and the cause, within the 5 s probe."""
+    import time
+
+    started = time.monotonic()
+    result = subprocess.run(RMQC + ["run", "--target", "grpc://127.0.0.1:1", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "grpc://127.0.0.1:1: unreachable: no answer within 5 s" in result.stdout + result.stderr
+    assert time.monotonic() - started < 30
 
 
 def test_spec_cli_reports_bad_file_in_one_line(tmp_path: Path) -> None:
