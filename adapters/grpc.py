@@ -12,7 +12,6 @@ long-lived proxy never see each other's messages; events carry the names the sui
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import re
 import threading
@@ -24,9 +23,9 @@ from typing import Any, Callable
 import grpc
 
 from reference_impl.model.views import Listener, MessageView, SendResult
-from reference_impl.rules import retry5x
 from reference_impl.rules.codes import RocketMQError
 from reference_impl.rules.retry4x import ListenerOutcome
+from reference_impl.serve import admin
 from spark_checks.eventlog import Event, EventRecorder
 
 from .base import NotApplicable, Target, TargetError
@@ -50,29 +49,37 @@ class ServerInfo:
     answered_at: float = field(default_factory=time.monotonic)
 
 
-def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
-    """Reach the endpoint once; ``rmqc serve`` answers ``rmqc.Admin/Info``, a real proxy UNIMPLEMENTED."""
+def admin_call(address: str, method: str, request: dict[str, Any], timeout_s: float = PROBE_TIMEOUT_S,
+               wait_for_ready: bool = False) -> dict[str, Any]:
+    """One JSON call on ``rmqc serve``'s ``rmqc.Admin`` side channel."""
     channel = grpc.insecure_channel(address)
     try:
-        info = channel.unary_unary("/rmqc.Admin/Info", request_serializer=lambda v: json.dumps(v).encode(),
-                                   response_deserializer=lambda b: json.loads(b.decode()))
-        try:
-            answer = info({}, timeout=timeout_s, wait_for_ready=True)
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
-                return ServerInfo(1.0, time.time() * 1000, False, "a RocketMQ 5.x proxy")
-            cause = exc.details() or exc.code().name
-            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
-            raise TargetError(f"grpc://{address}: unreachable: {cause}") from None
-        return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
-                          f"{answer['server']} {answer['version']}")
+        call = channel.unary_unary(f"/{admin.SERVICE}/{method}", request_serializer=admin.encode,
+                                   response_deserializer=admin.decode)
+        return call(request, timeout=timeout_s, wait_for_ready=wait_for_ready)
     finally:
         channel.close()
 
 
+def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
+    """Reach the endpoint once; ``rmqc serve`` answers ``rmqc.Admin/Info``, a real proxy UNIMPLEMENTED."""
+    try:
+        answer = admin_call(address, "Info", {}, timeout_s, wait_for_ready=True)
+    except grpc.RpcError as exc:
+        if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+            return ServerInfo(1.0, time.time() * 1000, False, "a RocketMQ 5.x proxy")
+        cause = exc.details() or exc.code().name
+        if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
+        raise TargetError(f"grpc://{address}: unreachable: {cause}") from None
+    return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
+                      f"{answer['server']} {answer['version']}")
+
+
 def _code_of(exc: BaseException) -> int:
-    return int(getattr(exc, "code", None) or -1) if not callable(getattr(exc, "code", None)) else -1
+    """The RocketMQ status code an SDK exception carries; -1 for the SDK's own checks (no code)."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, int) and code else -1
 
 
 class GrpcTarget(Target):
@@ -104,7 +111,6 @@ class GrpcTarget(Target):
         self._final: set[tuple[str, str]] = set()           # (group, msg_id) acked or dead-lettered
         self._dlq_seen: set[tuple[str, str]] = set()
         self._dlq_readers: dict[str, Any] = {}
-        self._last_event = time.monotonic()
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
 
     # ---- names --------------------------------------------------------------------------------
@@ -180,8 +186,7 @@ class GrpcTarget(Target):
     def emit(self, kind: str, **fields: Any) -> None:
         with self._lock:
             self.recorder.emit(kind, self.now_ms(), **fields)
-            self._last_event = time.monotonic()
-
+    
     def events(self) -> list[Event]:
         self._read_dead_letters()
         with self._lock:
@@ -248,13 +253,7 @@ class GrpcTarget(Target):
         """Call ``rmqc.Admin``; False when the server has no admin side channel (a real proxy)."""
         if not self.info.admin:
             return False
-        channel = grpc.insecure_channel(self.address)
-        try:
-            call = channel.unary_unary(f"/rmqc.Admin/{method}", request_serializer=lambda v: json.dumps(v).encode(),
-                                       response_deserializer=lambda b: json.loads(b.decode()))
-            answer = call(request, timeout=PROBE_TIMEOUT_S)
-        finally:
-            channel.close()
+        answer = admin_call(self.address, method, request)
         if answer.get("code") != 20000:
             raise TargetError(f"{self.name}: {method} {request}: {answer}")
         return True
@@ -327,11 +326,7 @@ class GrpcTarget(Target):
         return self.sdk.FilterExpression(expression or "*")
 
     def _consumer(self, build: Callable[[], Any]) -> Any:
-        try:
-            client = build()
-        except Exception as exc:
-            code = _code_of(exc)
-            raise _SdkError(code, str(exc)) from None
+        client = _sdk_call(build)
         self._start(client)
         return client
 
@@ -554,4 +549,4 @@ class GrpcPushConsumer:
         """Shut down with the target (the SDK's shutdown also notifies the server)."""
 
 
-__all__ = ["GrpcTarget", "probe", "ServerInfo", "retry5x"]
+__all__ = ["GrpcTarget", "probe", "admin_call", "ServerInfo"]

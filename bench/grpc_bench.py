@@ -8,9 +8,6 @@ Prints both rates and the ratio reference / ceiling (the gRPC issue asks for at 
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import subprocess
 import sys
 import threading
 import time
@@ -20,17 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.sdk5x import load_sdk  # noqa: E402
-
-
-def start(command: list[str]) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
-    line = process.stdout.readline()  # type: ignore[union-attr]
-    match = re.search(r"listening on (\S+)", line)
-    if not match:
-        process.kill()
-        raise SystemExit(f"server did not start: {line}")
-    return process, match.group(1)
+from reference_impl.serve.process import spawn_listening  # noqa: E402
 
 
 def workload(address: str, messages: int, producers: int, consumers: int, topic: str) -> tuple[float, float]:
@@ -92,7 +79,7 @@ def main() -> None:
     rows = {}
     for name, command in (("rmqc serve", [sys.executable, "-m", "rmqc.cli", "serve", "--port", "0"]),
                           ("ack-only ceiling", [sys.executable, "bench/ack_server.py", "0"])):
-        process, address = start(command)
+        process, address = spawn_listening(command, ROOT)
         try:
             workload(address, args.producers * 10, args.producers, args.consumers, f"WARM{len(rows)}")  # warm-up
             rows[name] = workload(address, args.messages, args.producers, args.consumers, f"BENCH{len(rows)}")

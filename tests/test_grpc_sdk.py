@@ -3,7 +3,6 @@ concurrent clients with no loss. The server is the real command, started on a fr
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ import pytest
 from adapters.grpc import GrpcTarget
 from reference_impl.rules import retry5x
 from reference_impl.rules.retry4x import ListenerOutcome
+from reference_impl.serve.process import spawn_listening
 from suites.checks import close_enough, tolerance_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,16 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def start_serve(time_scale: float, *extra: str) -> tuple[subprocess.Popen, str]:
     """``rmqc serve --port 0``; returns the process and the address it printed."""
-    process = subprocess.Popen([sys.executable, "-m", "rmqc.cli", "serve", "--port", "0", "--time-scale",
-                                str(time_scale), *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    match = re.search(r"listening on (\S+)", line)
-    if not match:
-        process.kill()
-        raise AssertionError(f"rmqc serve did not start: {line}{process.stdout.read()}")
-    return process, match.group(1)
+    return spawn_listening([sys.executable, "-m", "rmqc.cli", "serve", "--port", "0", "--time-scale",
+                            str(time_scale), *extra], ROOT)
 
 
 def stop_serve(process: subprocess.Popen) -> str:

@@ -25,24 +25,15 @@ def status(code: int, message: str = "OK") -> pb.Status:
     return pb.Status(code=code, message=message)
 
 
-def duration_ms(value: pb.Duration | None) -> int | None:  # type: ignore[name-defined]
-    if value is None:
-        return None
+def ms_of(value) -> int:
+    """A protobuf ``Duration`` or ``Timestamp`` in milliseconds."""
     return value.seconds * 1000 + value.nanos // 1_000_000
 
 
-def set_duration(target, ms: int) -> None:
+def set_ms(target, ms: int) -> None:
+    """Fill a protobuf ``Duration`` or ``Timestamp`` from milliseconds."""
     target.seconds = ms // 1000
     target.nanos = (ms % 1000) * 1_000_000
-
-
-def set_timestamp(target, epoch_ms: int) -> None:
-    target.seconds = epoch_ms // 1000
-    target.nanos = (epoch_ms % 1000) * 1_000_000
-
-
-def timestamp_ms(value) -> int:
-    return value.seconds * 1000 + value.nanos // 1_000_000
 
 
 def endpoints(host: str, port: int) -> pb.Endpoints:
@@ -77,10 +68,10 @@ def backoff_policy(target: pb.RetryPolicy, policy: retry5x.BackoffPolicy) -> Non
     target.max_attempts = policy.max_attempts
     if policy.strategy == "CUSTOMIZED":
         for ms in policy.customized_ms:
-            set_duration(target.customized_backoff.next.add(), ms)
+            set_ms(target.customized_backoff.next.add(), ms)
     else:
-        set_duration(target.exponential_backoff.initial, policy.initial_ms)
-        set_duration(target.exponential_backoff.max, policy.max_ms)
+        set_ms(target.exponential_backoff.initial, policy.initial_ms)
+        set_ms(target.exponential_backoff.max, policy.max_ms)
         target.exponential_backoff.multiplier = policy.multiplier
 
 
@@ -103,18 +94,18 @@ def message_of(flight: InFlight, wall_of: "WallClock", namespace: str = "") -> p
     sp.body_digest.checksum = format(zlib.crc32(m.body) & 0xFFFFFFFF, "08X")
     sp.body_encoding = pb.IDENTITY
     sp.message_type = pb.FIFO if m.message_group else (pb.DELAY if "TIMER_DELIVER_MS" in m.properties else pb.NORMAL)
-    set_timestamp(sp.born_timestamp, wall_of(m.born_ms))
-    set_timestamp(sp.store_timestamp, wall_of(m.store_ms))
+    set_ms(sp.born_timestamp, wall_of(m.born_ms))
+    set_ms(sp.store_timestamp, wall_of(m.store_ms))
     sp.store_host = "127.0.0.1:10911"
     sp.receipt_handle = flight.receipt
     sp.queue_id = m.queue_id
     sp.queue_offset = m.queue_offset
     sp.delivery_attempt = retry5x.delivery_attempt(m.reconsume_times)
-    set_duration(sp.invisible_duration, max(0, flight.visible_at - wall_of.now_spec_ms()))
+    set_ms(sp.invisible_duration, max(0, flight.visible_at - wall_of.now_spec_ms()))
     if m.message_group:
         sp.message_group = m.message_group
     if "TIMER_DELIVER_MS" in m.properties:
-        set_timestamp(sp.delivery_timestamp, wall_of(int(m.properties["TIMER_DELIVER_MS"])))
+        set_ms(sp.delivery_timestamp, wall_of(int(m.properties["TIMER_DELIVER_MS"])))
     return out
 
 

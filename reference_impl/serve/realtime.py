@@ -51,12 +51,10 @@ class RealTimeModel:
         """Run every model action due by now; True when any ran."""
         clock = self.sim.clock
         now = self.spec_now_ms()
-        ran = False
-        while clock.next_due_ms() is not None and clock.next_due_ms() <= now:  # type: ignore[operator]
-            clock.step()
-            ran = True
+        due = clock.next_due_ms()
+        clock.run_until(now)
         clock.now_ms = max(clock.now_ms, now)
-        return ran
+        return due is not None and due <= now
 
     @contextmanager
     def locked(self) -> Iterator[Simulation]:

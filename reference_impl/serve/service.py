@@ -20,8 +20,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, ser
 from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
 from ..rules import transaction as tx_rules, validation
 from ..rules.codes import RocketMQError
-from .convert import WallClock, backoff_policy, duration_ms, message_of, route_queues, set_duration, set_timestamp
-from .convert import status, timestamp_ms
+from .convert import WallClock, backoff_policy, message_of, ms_of, route_queues, set_ms, status
 from .realtime import RealTimeModel
 
 log = logging.getLogger("rmqc.serve")
@@ -53,20 +52,26 @@ def _client_id(context: grpc.ServicerContext) -> str:
     return dict(context.invocation_metadata()).get("x-mq-client-id", "")
 
 
+def _status_of(exc: Exception, handler: str) -> pb.Status:
+    """A RocketMQError keeps its code; an illegal invisible time is 40011; anything else is
+    INTERNAL_SERVER_ERROR with its message (and a log line), so the server survives any request."""
+    if isinstance(exc, RocketMQError):
+        return status(exc.code, exc.message)
+    if isinstance(exc, retry5x.IllegalInvisibleTime):
+        return status(codes.ILLEGAL_INVISIBLE_TIME, str(exc))
+    log.error("%s failed", handler, exc_info=exc)
+    return status(codes.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
 def _guard(response_type: type) -> Callable:
-    """Turn a RocketMQError into the response's status, anything else into INTERNAL_SERVER_ERROR."""
+    """Answer a unary call's failure in its response's status."""
 
     def wrap(handler: Callable) -> Callable:
         def run(self: "MessagingService", request, context):
             try:
                 return handler(self, request, context)
-            except RocketMQError as exc:
-                return response_type(status=status(exc.code, exc.message))
-            except retry5x.IllegalInvisibleTime as exc:
-                return response_type(status=status(codes.ILLEGAL_INVISIBLE_TIME, str(exc)))
-            except Exception as exc:  # the server must survive any request
-                log.exception("%s failed", handler.__name__)
-                return response_type(status=status(codes.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+            except Exception as exc:
+                return response_type(status=_status_of(exc, handler.__name__))
 
         run.__name__ = handler.__name__
         return run
@@ -185,7 +190,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             backoff_policy(settings.backoff_policy, consumer.backoff)
             settings.subscription.fifo = consumer.fifo
             settings.subscription.receive_batch_size = consumer.receive_batch_size
-            set_duration(settings.subscription.long_polling_timeout, self.options.long_polling_ms)
+            set_ms(settings.subscription.long_polling_timeout, self.options.long_polling_ms)
         else:
             producer = retry5x.producer_settings()
             backoff_policy(settings.backoff_policy, producer.backoff)
@@ -228,7 +233,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         now = self.model.sim.clock.now_ms
         deliver_ms = None
         if sp.HasField("delivery_timestamp"):
-            deliver_ms = timestamp_ms(sp.delivery_timestamp) - self.wall.epoch_ms
+            deliver_ms = ms_of(sp.delivery_timestamp) - self.wall.epoch_ms
             if not delay_rules.proxy_delivery_time_legal(deliver_ms, now):
                 raise RocketMQError(codes.ILLEGAL_DELIVERY_TIME, "delivery timestamp is more than a day ahead")
         config = self._topic(topic)
@@ -243,7 +248,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             props["TIMER_DELIVER_MS"] = str(deliver_ms)
         queues = config.write_queues
         qid = fifo_rules.proxy_queue_for_group(group, queues) if group else next(self._round_robin) % queues
-        born = timestamp_ms(sp.born_timestamp) - self.wall.epoch_ms if sp.HasField("born_timestamp") else now
+        born = ms_of(sp.born_timestamp) - self.wall.epoch_ms if sp.HasField("born_timestamp") else now
         if sp.message_type == pb.TRANSACTION:
             half = self.broker.put_half(topic, qid, message.body, props, sp.message_id, client)
             tx_id = f"tx-{next(self._tx_ids)}"
@@ -304,13 +309,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ReceiveMessage(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:  # type: ignore[override]
         try:
             yield from self._receive(request, context)
-        except RocketMQError as exc:
-            yield rpc.ReceiveMessageResponse(status=status(exc.code, exc.message))
-        except retry5x.IllegalInvisibleTime as exc:
-            yield rpc.ReceiveMessageResponse(status=status(codes.ILLEGAL_INVISIBLE_TIME, str(exc)))
         except Exception as exc:
-            log.exception("ReceiveMessage failed")
-            yield rpc.ReceiveMessageResponse(status=status(codes.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+            yield rpc.ReceiveMessageResponse(status=_status_of(exc, "ReceiveMessage"))
 
     def _receive(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:
         """Pop with the proxy's invisible-time rules (RETRY-5X-09), long-polling until a message is visible."""
@@ -321,10 +321,10 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         if expression.type == pb.SQL:
             raise RocketMQError(40010, "SQL92 filtering needs enablePropertyFilter=true on the broker")
         tags = filter_rules.parse_tag_expression(expression.expression or "*").tags
-        invisible = retry5x.receive_invisible_ms(duration_ms(request.invisible_duration) or 0, request.auto_renew)
+        invisible = retry5x.receive_invisible_ms(ms_of(request.invisible_duration), request.auto_renew)
         poll = MAX_LONG_POLL_SPEC_MS
         if request.HasField("long_polling_timeout"):
-            poll = min(max(0, duration_ms(request.long_polling_timeout) or 0), MAX_LONG_POLL_SPEC_MS)
+            poll = min(max(0, ms_of(request.long_polling_timeout)), MAX_LONG_POLL_SPEC_MS)
         client = _client_id(context)
         with self.model.locked() as sim:
             config = self._topic(request.message_queue.topic.name, create=False)
@@ -350,7 +350,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             yield rpc.ReceiveMessageResponse(status=status(codes.MESSAGE_NOT_FOUND, "no new message"))
             return
         first = rpc.ReceiveMessageResponse()
-        set_timestamp(first.delivery_timestamp, now_wall)
+        set_ms(first.delivery_timestamp, now_wall)
         yield first
         for message in out:
             yield rpc.ReceiveMessageResponse(message=message)
@@ -381,7 +381,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         self._group(request.group.name)
         with self.model.locked():
             code, receipt = self.broker.change_invisible_duration(request.receipt_handle,
-                                                                  duration_ms(request.invisible_duration) or 0)
+                                                                  ms_of(request.invisible_duration))
         if code != codes.OK:
             return rpc.ChangeInvisibleDurationResponse(
                 status=status(code, f"receipt handle {request.receipt_handle!r} is invalid or expired"))
@@ -404,10 +404,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         handler.__name__ = name
         return handler
 
-    PullMessage = None  # server streaming; left to the base class (gRPC UNIMPLEMENTED)
+    # PullMessage (server streaming) is left to the base class: gRPC UNIMPLEMENTED
     UpdateOffset = _not_implemented("UpdateOffset", rpc.UpdateOffsetResponse)
     GetOffset = _not_implemented("GetOffset", rpc.GetOffsetResponse)
     QueryOffset = _not_implemented("QueryOffset", rpc.QueryOffsetResponse)
     RecallMessage = _not_implemented("RecallMessage", rpc.RecallMessageResponse)
     SyncLiteSubscription = _not_implemented("SyncLiteSubscription", rpc.SyncLiteSubscriptionResponse)
-    del PullMessage
