@@ -25,16 +25,18 @@ import grpc
 from reference_impl.model.views import Listener, MessageView, SendResult
 from reference_impl.rules.codes import RocketMQError
 from reference_impl.rules.retry4x import ListenerOutcome
+from reference_impl.rules import transaction as tx_rules
+from reference_impl.rules.transaction import LocalTransactionState
 from reference_impl.serve import admin
 from spark_checks.eventlog import Event, EventRecorder
 
 from .base import NotApplicable, Target, TargetError
-from .sdk5x import load_sdk, scale_fifo_local_retries
+from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
 
 log = logging.getLogger("rmqc.grpc")
 
 CAPABILITIES = frozenset({"send.sync", "send.async", "delay.timer", "consumer.simple5x", "consumer.push5x",
-                          "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag"})
+                          "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag", "transactions"})
 PROBE_TIMEOUT_S = 5.0
 DEFAULT_BUDGET_S = 120.0
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,100}$")
@@ -110,6 +112,7 @@ class GrpcTarget(Target):
         self._sent: dict[str, tuple[str, str | None]] = {}  # msg_id -> (topic, tag)
         self._final: set[tuple[str, str]] = set()           # (group, msg_id) acked or dead-lettered
         self._dlq_seen: set[tuple[str, str]] = set()
+        self._open_halves: dict[str, int] = {}  # msg_id -> spec ms of the half or its last check, while unresolved
         self._dlq_readers: dict[str, Any] = {}
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
 
@@ -159,11 +162,13 @@ class GrpcTarget(Target):
         self._check_budget(spec_ms)
 
     def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
-        """Until every message a push consumer should get is acked or dead-lettered, then a short quiet."""
+        """Until every message a push consumer should get is acked or dead-lettered and no FIFO message is
+        between local attempts (a redelivered copy can be acked while the first still retries), then a
+        short quiet."""
         deadline = time.monotonic() + min(self.budget_s, max_ms * self.time_scale / 1000)
         while time.monotonic() < deadline:
             self._read_dead_letters()
-            if not self._pending():
+            if not self._pending() and not LOCAL_RETRY_SLEEPS.active and not self._checks_may_come():
                 break
             time.sleep(0.005)
         quiet = max(0.05, 20 * self.time_scale)  # 20 spec seconds, at least 50 ms: stray redeliveries show up
@@ -171,6 +176,14 @@ class GrpcTarget(Target):
         while time.monotonic() < end:
             time.sleep(0.005)
         self._read_dead_letters()
+
+    def _checks_may_come(self) -> bool:
+        """An unresolved half is checked every interval after the transaction timeout; once no check came
+        for two intervals past that, the proxy has given up on it (TX-03, TX-04)."""
+        window = 2 * tx_rules.CHECK_INTERVAL_MS[self.profile] + tx_rules.TRANSACTION_TIMEOUT_MS
+        now = self.now_ms()
+        with self._lock:
+            return any(now - last < window for last in self._open_halves.values())
 
     def _pending(self) -> list[tuple[str, str]]:
         with self._lock:
@@ -285,9 +298,15 @@ class GrpcTarget(Target):
         self._start(producer)
         return GrpcProducer(self, producer)
 
-    def transaction_producer(self, group: str, check: Callable[..., Any]) -> object:
+    def transaction_producer(self, group: str,
+                             check: Callable[[str | None, int], LocalTransactionState | None]) -> "GrpcTransactionProducer":
+        """A producer with a ``TransactionChecker`` that answers the proxy's checks with ``check(key, n)``."""
         self.require("transactions")
-        raise AssertionError("unreachable")
+        handle = GrpcTransactionProducer(self, check)
+        producer = self.sdk.Producer(self._config, checker=handle.checker(), tls_enable=False)
+        self._start(producer)
+        handle.producer = producer
+        return handle
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> Any:
         raise NotApplicable(f"{self.name} is a 5.x proxy; 4.x push consumers need the remoting protocol")
@@ -412,6 +431,89 @@ class GrpcProducer:
 
     def send_batch(self, messages: Any) -> list[SendResult]:
         raise NotApplicable(f"{self.target.name}: the Python 5.x SDK sends one message per request")
+
+
+class GrpcTransactionProducer(GrpcProducer):
+    """Half message, local decision, ``EndTransaction``; the proxy's checks reach ``check`` through the
+    SDK's ``TransactionChecker`` on the Telemetry stream (TX-01..04). Broker-side transitions (the
+    half and op topics, the discard after the last check) are not observable through the SDK."""
+
+    def __init__(self, target: GrpcTarget, check: Callable[[str | None, int], LocalTransactionState | None]) -> None:
+        super().__init__(target, None)
+        self.check = check
+        self._check_times: dict[str, int] = {}
+        self._keys: dict[str, str | None] = {}
+
+    def checker(self) -> Any:
+        sdk, producer = self.target.sdk, self
+
+        class ScriptedChecker(sdk.TransactionChecker):  # type: ignore[misc, name-defined]
+            def check(self, message: Any) -> Any:
+                return producer._answer_check(message)
+
+        return ScriptedChecker()
+
+    def _answer_check(self, message: Any) -> Any:
+        from rocketmq.grpc_protocol import TransactionResolution
+
+        t = self.target
+        msg_id = message.message_id
+        with t._lock:
+            n = self._check_times[msg_id] = self._check_times.get(msg_id, 0) + 1
+            if msg_id in t._open_halves:
+                t._open_halves[msg_id] = t.now_ms()
+            key = self._keys.get(msg_id, next(iter(message.keys), None) if message.keys else None)
+        common = dict(topic=t.logical(message.topic), msg_id=msg_id, key=key)
+        t.emit("TX_CHECK", **common, detail={"check_times": n})
+        try:
+            state = self.check(key, n)
+        except Exception as exc:  # a failing script is an UNKNOW answer, as the SDK would treat it
+            log.warning("transaction check script failed for %s: %s", key, exc)
+            state = None
+        if state is LocalTransactionState.COMMIT_MESSAGE:
+            self._committed(msg_id, message.topic)
+        if state in (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE):
+            t.emit("TX_END", **common, detail={"state": state.value, "source": "SERVER_CHECK"})
+            return TransactionResolution.COMMIT if state is LocalTransactionState.COMMIT_MESSAGE \
+                else TransactionResolution.ROLLBACK
+        return TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED  # the proxy reads it as UNKNOWN
+
+    def _committed(self, msg_id: str, real_topic: str) -> None:
+        """From now on a subscribed group should get the message (settle waits for it)."""
+        t = self.target
+        with t._lock:
+            t._sent[msg_id] = (t.logical(real_topic), None)
+            t._open_halves.pop(msg_id, None)
+
+    def send_in_transaction(self, topic: str, body: bytes = b"", *, key: str | None = None,
+                            local_state: LocalTransactionState | None = None,
+                            immunity_seconds: int | None = None) -> SendResult:
+        t = self.target
+        if immunity_seconds is not None:
+            raise NotApplicable(f"{t.name}: the Python 5.x SDK sets no check immunity time")
+        message = self._message(topic, body, key, None, None, None, None)
+        transaction = self.producer.begin_transaction()
+        t.emit("SEND_INVOKE", topic=topic, key=key, detail={"mode": "transaction", "sdk": "python"})
+        try:
+            receipt = self.producer.send(message, transaction)
+        except Exception as exc:
+            t.emit("SEND_FAIL", topic=topic, key=key, detail={"code": _code_of(exc), "remark": str(exc)[:300]})
+            raise _SdkError(_code_of(exc), str(exc)) from None
+        common = dict(topic=topic, msg_id=receipt.message_id, key=key)
+        with t._lock:
+            self._keys[receipt.message_id] = key
+            t._open_halves[receipt.message_id] = t.now_ms()
+        t.emit("TX_HALF", **common, detail={"real_topic": topic, "transaction_id": receipt.transaction_id})
+        if local_state is LocalTransactionState.COMMIT_MESSAGE:
+            self._committed(receipt.message_id, message.topic)
+            transaction.commit()
+        elif local_state is LocalTransactionState.ROLLBACK_MESSAGE:
+            with t._lock:
+                t._open_halves.pop(receipt.message_id, None)
+            transaction.rollback()
+        if local_state in (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE):
+            t.emit("TX_END", **common, detail={"state": local_state.value, "source": "CLIENT"})
+        return SendResult("SEND_OK", receipt.message_id, topic, None, receipt.offset)
 
 
 def _view(target: GrpcTarget, m: Any, attempt: int) -> MessageView:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -38,9 +39,37 @@ def load_sdk() -> ModuleType:
     return rocketmq
 
 
+class _LocalRetrySleeps:
+    """The FIFO consumer's local retry sleeps, scaled, and how many are under way right now."""
+
+    def __init__(self) -> None:
+        self.time_scale = 1.0
+        self._active = 0
+        self._lock = threading.Lock()
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._active += 1
+        try:
+            time.sleep(seconds * self.time_scale)
+        finally:
+            with self._lock:
+                self._active -= 1
+
+    @property
+    def active(self) -> int:
+        with self._lock:
+            return self._active
+
+
+LOCAL_RETRY_SLEEPS = _LocalRetrySleeps()
+
+
 def scale_fifo_local_retries(time_scale: float) -> None:
-    """The FIFO push consumer sleeps its backoff locally; under a time-compressed server, so must it."""
+    """The FIFO push consumer sleeps its backoff locally; under a time-compressed server, so must it.
+    ``LOCAL_RETRY_SLEEPS.active`` tells a settling harness that a message is still between local attempts."""
     from rocketmq.v5.consumer.push import fifo_consumption
 
-    fifo_consumption.time = SimpleNamespace(sleep=lambda seconds: time.sleep(seconds * time_scale),  # type: ignore[attr-defined]
+    LOCAL_RETRY_SLEEPS.time_scale = time_scale
+    fifo_consumption.time = SimpleNamespace(sleep=LOCAL_RETRY_SLEEPS.sleep,  # type: ignore[attr-defined]
                                             time=time.time, monotonic=time.monotonic)

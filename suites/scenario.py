@@ -43,6 +43,7 @@ class Scenario:
     instances: int = 1
     max_reconsume_times: int = -1
     sdk: str = "java"
+    consumers_start: str = "before_send"
     faults: Mapping[str, int] = field(default_factory=dict)
     spec: tuple[str, ...] = ()
     expect: tuple[Mapping[str, Any], ...] = ()
@@ -74,7 +75,8 @@ def load_scenario(path: Path) -> Scenario:
     return Scenario(consumer=setup["consumer"], messages=messages, id=data["id"], topic=setup["topic"],
                     group=setup["group"], queues=setup.get("queues", 4), retry_max_times=setup.get("retry_max_times"),
                     instances=setup.get("instances", 1), max_reconsume_times=setup.get("max_reconsume_times", -1),
-                    sdk=setup.get("sdk", "java"), faults=setup.get("faults", {}), spec=tuple(data["spec"]),
+                    sdk=setup.get("sdk", "java"),
+                    consumers_start=setup.get("consumers_start", "before_send"), faults=setup.get("faults", {}), spec=tuple(data["spec"]),
                     expect=tuple(data["expect"]))
 
 
@@ -106,6 +108,18 @@ def run_scenario(target: Target, scenario: Scenario, settle_ms: int = 30 * 24 * 
                                **({} if scenario.retry_max_times is None else {"retry_max_times": scenario.retry_max_times}))
     for name, count in scenario.faults.items():
         target.inject_fault(name.removesuffix("_failures"), count)
+    if scenario.consumers_start == "after_send":
+        _send_all(target, scenario)
+    consumers = _start_consumers(target, scenario)
+    if scenario.consumers_start == "before_send":
+        _send_all(target, scenario)
+    target.settle(settle_ms)
+    for consumer in consumers:
+        consumer.shutdown()
+    return target.events()
+
+
+def _start_consumers(target: Target, scenario: Scenario) -> list[Any]:
     shared = ScriptedListener(scenario.messages)
     consumers = []
     for _ in range(scenario.instances):
@@ -119,14 +133,14 @@ def run_scenario(target: Target, scenario: Scenario, settle_ms: int = 30 * 24 * 
                 max_reconsume_times=scenario.max_reconsume_times))
         else:
             consumers.append(target.push_consumer_5x(scenario.group, scenario.topic, listener, sdk=scenario.sdk))
+    return consumers
+
+
+def _send_all(target: Target, scenario: Scenario) -> None:
     producer = target.producer()
     for plan in scenario.messages:
         producer.send(scenario.topic, plan.key.encode(), key=plan.key, message_group=plan.message_group,
                       delay_level=plan.delay_level)
-    target.settle(settle_ms)
-    for consumer in consumers:
-        consumer.shutdown()
-    return target.events()
 
 
 def lives(events: Iterable[Event], group: str) -> dict[str, Life]:

@@ -121,6 +121,23 @@ def test_unknown_transaction_is_refused(stub):
     end = rpc.EndTransactionRequest(topic=pb.Resource(name="T"), message_id="m", transaction_id="tx-404",
                                     resolution=pb.COMMIT)
     assert stub.EndTransaction(end, timeout=5).status.code == 40008
+    end.transaction_id = ""
+    assert stub.EndTransaction(end, timeout=5).status.code == 40008
+
+
+def test_unspecified_resolution_is_unknown_and_answered_ok(stub):
+    """The proxy reads a resolution other than COMMIT / ROLLBACK as UNKNOWN: OK, the half waits for checks."""
+    send = rpc.SendMessageRequest(messages=[pb.Message(
+        topic=pb.Resource(name="T"), body=b"x",
+        system_properties=pb.SystemProperties(message_id="tx-unspecified", message_type=pb.TRANSACTION,
+                                              body_encoding=pb.IDENTITY))])
+    entry = stub.SendMessage(send, timeout=5).entries[0]
+    assert entry.status.code == 20000 and entry.transaction_id
+    end = rpc.EndTransactionRequest(topic=pb.Resource(name="T"), message_id="tx-unspecified",
+                                    transaction_id=entry.transaction_id)
+    assert stub.EndTransaction(end, timeout=5).status.code == 20000
+    end.resolution = pb.COMMIT
+    assert stub.EndTransaction(end, timeout=5).status.code == 20000
 
 
 def test_route_carries_what_the_sdk_needs(stub, server):

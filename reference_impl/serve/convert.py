@@ -9,7 +9,7 @@ from typing import Mapping
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from ..model.broker import InFlight, TopicConfig
+from ..model.broker import InFlight, Message, TopicConfig
 from ..rules import retry5x
 
 SYSTEM_PROPERTY_KEYS = ("UNIQ_KEY", "KEYS", "TAGS", "__SHARDINGKEY", "TIMER_DELIVER_MS", "TIMER_OUT_MS",
@@ -79,10 +79,9 @@ def user_properties(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in properties.items() if k not in SYSTEM_PROPERTY_KEYS}
 
 
-def message_of(flight: InFlight, wall_of: "WallClock", namespace: str = "") -> pb.Message:
-    """A popped message as ``ReceiveMessage`` streams it: digest CRC32, IDENTITY encoding, receipt handle."""
-    m = flight.message
-    out = pb.Message(topic=pb.Resource(name=flight.origin_topic, resource_namespace=namespace), body=m.body)
+def stored_message_of(m: Message, topic: str, wall_of: "WallClock", namespace: str = "") -> pb.Message:
+    """A stored message as the protocol carries it: digest CRC32, IDENTITY encoding, no receipt."""
+    out = pb.Message(topic=pb.Resource(name=topic, resource_namespace=namespace), body=m.body)
     out.user_properties.update(user_properties(m.properties))
     sp = out.system_properties
     sp.message_id = m.properties.get("UNIQ_KEY", m.msg_id)
@@ -97,15 +96,21 @@ def message_of(flight: InFlight, wall_of: "WallClock", namespace: str = "") -> p
     set_ms(sp.born_timestamp, wall_of(m.born_ms))
     set_ms(sp.store_timestamp, wall_of(m.store_ms))
     sp.store_host = "127.0.0.1:10911"
-    sp.receipt_handle = flight.receipt
     sp.queue_id = m.queue_id
     sp.queue_offset = m.queue_offset
     sp.delivery_attempt = retry5x.delivery_attempt(m.reconsume_times)
-    set_ms(sp.invisible_duration, max(0, flight.visible_at - wall_of.now_spec_ms()))
     if m.message_group:
         sp.message_group = m.message_group
     if "TIMER_DELIVER_MS" in m.properties:
         set_ms(sp.delivery_timestamp, wall_of(int(m.properties["TIMER_DELIVER_MS"])))
+    return out
+
+
+def message_of(flight: InFlight, wall_of: "WallClock", namespace: str = "") -> pb.Message:
+    """A popped message as ``ReceiveMessage`` streams it: the stored message with its receipt handle."""
+    out = stored_message_of(flight.message, flight.origin_topic, wall_of, namespace)
+    out.system_properties.receipt_handle = flight.receipt
+    set_ms(out.system_properties.invisible_duration, max(0, flight.visible_at - wall_of.now_spec_ms()))
     return out
 
 

@@ -20,7 +20,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, ser
 from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
 from ..rules import transaction as tx_rules, validation
 from ..rules.codes import RocketMQError
-from .convert import WallClock, backoff_policy, message_of, ms_of, route_queues, set_ms, status
+from .convert import WallClock, backoff_policy, message_of, ms_of, route_queues, set_ms, status, stored_message_of
 from .realtime import RealTimeModel
 
 log = logging.getLogger("rmqc.serve")
@@ -269,39 +269,39 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     # ---- transactions (TX-01..05) -----------------------------------------------------------
 
     def _check_by_telemetry(self, message, check_times: int) -> None:
-        """A transaction check goes to the producer's Telemetry stream; its answer comes as EndTransaction."""
+        """A transaction check goes to the Telemetry stream of the producer that sent the half (any
+        producer's when that one is gone); its answer comes back as ``EndTransaction`` (TX-03)."""
         tx_id = next((t for t, h in self.transactions.items() if h.message is message), "")  # type: ignore[attr-defined]
         with self._streams_lock:
-            streams = list(self.streams.values())
-        if not streams:
+            stream = self.streams.get(message.properties.get("PGROUP", "")) or next(iter(self.streams.values()), None)
+        if stream is None:
             return None
         command = rpc.TelemetryCommand()
         command.recover_orphaned_transaction_command.transaction_id = tx_id
-        out = command.recover_orphaned_transaction_command.message
-        out.topic.name = message.properties.get("REAL_TOPIC", message.topic)
-        out.body = message.body
-        out.system_properties.message_id = message.msg_id
-        out.system_properties.message_type = pb.TRANSACTION
-        out.system_properties.body_encoding = pb.IDENTITY
-        if message.key:
-            out.system_properties.keys.append(message.key)
-        streams[0].outbox.put(command)
+        command.recover_orphaned_transaction_command.message.CopyFrom(
+            stored_message_of(message, message.properties.get("REAL_TOPIC", message.topic), self.wall))
+        command.recover_orphaned_transaction_command.message.system_properties.message_type = pb.TRANSACTION
+        stream.outbox.put(command)
         return None
 
     @_guard(rpc.EndTransactionResponse)
     def EndTransaction(self, request, context):
+        """COMMIT or ROLLBACK ends the half; any other resolution is UNKNOWN and leaves it to the checks,
+        with an OK answer, as the proxy does (TX-02, TX-03)."""
+        validation.check_topic_proxy(request.topic.name)
+        if not request.transaction_id:
+            raise RocketMQError(codes.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
         with self.model.locked():
             half = self.transactions.get(request.transaction_id)
             if half is None or half.message.msg_id != request.message_id:  # type: ignore[attr-defined]
-                raise RocketMQError(40008, f"transaction {request.transaction_id!r} of message "
-                                           f"{request.message_id!r} is unknown")
+                raise RocketMQError(codes.INVALID_TRANSACTION_ID, f"transaction {request.transaction_id!r} of "
+                                                                  f"message {request.message_id!r} is unknown")
             state = {pb.COMMIT: tx_rules.LocalTransactionState.COMMIT_MESSAGE,
-                     pb.ROLLBACK: tx_rules.LocalTransactionState.ROLLBACK_MESSAGE}.get(request.resolution)
-            if state is None:
-                raise RocketMQError(codes.BAD_REQUEST, "resolution must be COMMIT or ROLLBACK")
+                     pb.ROLLBACK: tx_rules.LocalTransactionState.ROLLBACK_MESSAGE}.get(
+                request.resolution, tx_rules.LocalTransactionState.UNKNOW)
             error = self.broker.end_transaction(half, state, half.producer_group)  # type: ignore[attr-defined]
             if error:
-                raise RocketMQError(40008, error)
+                raise RocketMQError(codes.INVALID_TRANSACTION_ID, error)
         return rpc.EndTransactionResponse(status=status(codes.OK))
 
     # ---- consuming --------------------------------------------------------------------------
