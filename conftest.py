@@ -1,2 +1,3 @@
-"""Root conftest: load the rocketmq-conformance plugin for the project's own test runs."""
-pytest_plugins = ["suites.plugin", "pytester"]
+"""Root conftest: the project's own tests drive pytest runs with pytester. The rocketmq-conformance
+plugin itself comes from the package's pytest11 entry point (``rocketmq_conformance``)."""
+pytest_plugins = ["pytester"]

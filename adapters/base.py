@@ -61,6 +61,8 @@ class Target(abc.ABC):
     profile: str
     capabilities: frozenset[str]
     time_scale: float = 1.0
+    version: str | None = None
+    """The product version under test (for expectation files' ``when.version``), when the target tells it."""
 
     def require(self, *capabilities: str) -> None:
         missing = [c for c in capabilities if c not in self.capabilities]

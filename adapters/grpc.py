@@ -48,6 +48,7 @@ class ServerInfo:
     spec_wall_at_start_ms: float
     admin: bool
     description: str
+    version: str | None = None
     answered_at: float = field(default_factory=time.monotonic)
 
 
@@ -75,7 +76,7 @@ def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
             cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
         raise TargetError(f"grpc://{address}: unreachable: {cause}") from None
     return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
-                      f"{answer['server']} {answer['version']}")
+                      f"{answer['server']} {answer['version']}", str(answer["version"]))
 
 
 def _code_of(exc: BaseException) -> int:
@@ -97,6 +98,7 @@ class GrpcTarget(Target):
         self.capabilities = CAPABILITIES
         self.info = probe(address)
         self.time_scale = time_scale or self.info.time_scale
+        self.version = self.info.version
         self.budget_s = budget_s
         self.sdk = load_sdk()
         scale_fifo_local_retries(self.time_scale)

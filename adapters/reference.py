@@ -6,6 +6,7 @@ from typing import Callable
 from reference_impl.model.broker import Message
 from reference_impl.model.simulation import PROFILES, Simulation
 from reference_impl.model.views import Listener
+from reference_impl import VERSION
 from reference_impl.rules.transaction import LocalTransactionState
 from spark_checks.eventlog import Event
 
@@ -29,6 +30,7 @@ class ReferenceTarget(Target):
         if profile not in PROFILES:
             raise NotApplicable(f"the reference implements {', '.join(PROFILES)}; profile {profile!r} is not modelled")
         self.name = "reference"
+        self.version = VERSION
         self.profile = profile
         self.capabilities = frozenset(_BY_PROFILE[profile])
         self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run_command, serve_command, spark_commands, spec_command
+from . import expectations_command, report_command, run_command, serve_command, spark_commands, spec_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,8 @@ def build_parser() -> argparse.ArgumentParser:
     spec_command.add_parser(sub)
     spark_commands.add_parsers(sub)
     serve_command.add_parser(sub)
+    report_command.add_parser(sub)
+    expectations_command.add_parser(sub)
     return parser
 
 

@@ -17,6 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="run the conformance suites against a target")
     parser.add_argument("--target", default="reference", help="reference | grpc://HOST:PORT | container:IMAGE | driver:CMD")
     parser.add_argument("--profile", default=None, help="remoting-4.x | grpc-5.x (default: all the target runs)")
+    parser.add_argument("--expectations", default=None, metavar="FILE",
+                        help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
+                             "failing on an unexpected failure or an unexpected pass")
     parser.add_argument("-k", dest="keyword", default=None, help="only tests matching this pytest -k expression")
     parser.add_argument("--out", default=None, help="run folder (default reports/out/<run-id>)")
     parser.add_argument("--pytest-arg", action="append", default=[], help="extra argument passed to pytest")
@@ -43,11 +46,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("reports") / "out" / run_id)
     out.mkdir(parents=True, exist_ok=True)
     suites_dir = Path(suites.__file__).resolve().parent
-    argv = [str(suites_dir), "-p", "suites.plugin", "-p", "no:cacheprovider", "-q", "--rootdir", str(suites_dir),
+    argv = [str(suites_dir), "-p", "rocketmq_conformance", "-p", "no:cacheprovider", "-q", "--rootdir", str(suites_dir),
             "--rmq-target", args.target, "--rmq-out", str(out), "--rmq-run-id", run_id,
             "--alluredir", str(out / "allure-results")]
     if args.profile:
         argv += ["--rmq-profile", args.profile]
+    if args.expectations:
+        argv += ["--rmq-expectations", args.expectations]
     if args.keyword:
         argv += ["-k", args.keyword]
     argv += args.pytest_arg
@@ -68,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         spark_failed = not all(part["passed"] for part in summary["spark"].values())
     print(f"run folder: {out}  ({len(summary['behaviours'])} behaviours checked, "
           f"{len(summary['failed'])} failing)")
+    if "gate" in summary:
+        gate = summary["gate"]
+        print(f"gate: {'pass' if gate['passed'] else 'FAIL'} against {gate['expectations']} "
+              f"({len(gate['expected_failures'])} expected failures, {len(gate['unexpected_failures'])} unexpected "
+              f"failures, {len(gate['unexpected_passes'])} unexpected passes)")
+        return 0 if gate["passed"] and not spark_failed else 1
     return 1 if summary["failed"] or code == 1 or spark_failed else 0
 
 

@@ -92,7 +92,7 @@ def _node_at(node: yaml.Node, path: Iterable[Any]) -> yaml.Node:
 
 
 def _id_near_line(text: str, line: int, id_key: str) -> str:
-    pattern = re.compile(rf"^\s*-?\s*{id_key}:\s*['\"]?([A-Za-z0-9-]+)")
+    pattern = re.compile(rf"^\s*-?\s*{{?\s*{id_key}:\s*['\"]?([A-Za-z0-9-]+)")  # block or flow mapping
     found = "?"
     for i, row in enumerate(text.splitlines(), start=1):
         if i > line:

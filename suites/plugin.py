@@ -1,6 +1,8 @@
 """The rocketmq-conformance pytest plugin: options, fixtures, markers, verdicts and the run summary.
 
-Options: ``--rmq-target``, ``--rmq-profile``, ``--rmq-out``, ``--rmq-run-id``.
+Options: ``--rmq-target``, ``--rmq-profile``, ``--rmq-expectations``, ``--rmq-out``, ``--rmq-run-id``.
+Registered by the ``pytest11`` entry point ``rocketmq_conformance``: a user's own pytest run gets the
+options, the ``target`` / ``make_target`` fixtures and the markers once the package is installed.
 Markers: ``spec(*ids)`` names the behaviours a test checks; ``profile(name)`` the profile it runs
 under; ``reference_rule`` marks a test of the reference's own pure rules (not applicable to other
 targets). Verdicts per spec ID: pass, fail, inconclusive, not applicable.
@@ -39,6 +41,7 @@ settings.load_profile(os.environ.get("RMQC_HYPOTHESIS_PROFILE", "ci"))
 NOT_APPLICABLE = "not applicable"
 INCONCLUSIVE = "inconclusive"
 VERDICT_ORDER = ("fail", "inconclusive", "pass", "not applicable")
+DETAIL_CHARS = 4000
 
 
 def inconclusive(reason: str) -> None:
@@ -54,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocketmq-conformance")
     group.addoption("--rmq-target", default="reference", help="reference | grpc://HOST:PORT | container:IMAGE | driver:CMD")
     group.addoption("--rmq-profile", default=None, help="remoting-4.x | grpc-5.x (default: every profile the target runs)")
+    group.addoption("--rmq-expectations", default=None, metavar="FILE",
+                    help="expectation file (expectations/<name>.yaml): the run passes when only expected failures fail")
     group.addoption("--rmq-out", default=None, help="write summary.json and events.parquet of this run here")
     group.addoption("--rmq-run-id", default=None, help="run id recorded in the event log")
 
@@ -83,7 +88,16 @@ def pytest_configure(config: pytest.Config) -> None:
                                     f"{' and '.join(profiles)}")
         profiles = (wanted,)
     run_id = config.getoption("--rmq-run-id") or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id)  # type: ignore[attr-defined]
+    expectations = None
+    if config.getoption("--rmq-expectations"):
+        from reports.expectations import load_expectations
+
+        try:
+            expectations = load_expectations(Path(config.getoption("--rmq-expectations")), default_spec())
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id,  # type: ignore[attr-defined]
+                           expectations=expectations)
 
 
 @dataclasses.dataclass
@@ -98,6 +112,9 @@ class RunState:
     started: float = dataclasses.field(default_factory=time.perf_counter)
     targets: Iterator[int] = dataclasses.field(default_factory=lambda: itertools.count(1))
     timing: dict[str, Any] = dataclasses.field(default_factory=dict)
+    version: str | None = None
+    expectations: Any = None  # reports.expectations.ExpectationFile
+    summary: dict[str, Any] | None = None
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -170,6 +187,7 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
         except NotApplicable as exc:
             not_applicable(str(exc))
         created.append(target)
+        state.version = state.version or target.version
         if not state.timing:
             from suites.checks import tolerance_for
 
@@ -225,8 +243,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         violated = getattr(call.excinfo.value, "spec_id", None) if call.excinfo is not None else None
         if violated and violated not in cited:
             cited.append(violated)  # the behaviour the failure names fails, cited or not
+        result = {"test": item.nodeid, "verdict": verdict, "reason": reason}
+        if verdict == "fail":  # the evidence: assertion, trace excerpt, Hypothesis's shrunk example
+            result["detail"] = str(report.longrepr)[-DETAIL_CHARS:]
         for sid in cited:
-            _state(item.config).results[sid].append({"test": item.nodeid, "verdict": verdict, "reason": reason})
+            _state(item.config).results[sid].append(result)
 
 
 def _verdict(report: pytest.TestReport) -> tuple[str, str]:
@@ -255,7 +276,8 @@ def summarize(state: RunState, spec: Spec) -> dict[str, Any]:
         for b in items:
             counts[behaviours[b.id]["verdict"] if b.id in behaviours else "not tested"] += 1
         areas[area] = counts
-    return {"run_id": state.run_id, "target": state.target_spec, "profiles": list(state.profiles),
+    return {"run_id": state.run_id, "target": state.target_spec, "version": state.version,
+            "profiles": list(state.profiles),
             "elapsed_s": round(time.perf_counter() - state.started, 2), "timing": state.timing,
             "areas": areas, "behaviours": behaviours,
             "failed": sorted(s for s, b in behaviours.items() if b["verdict"] == "fail")}
@@ -302,15 +324,22 @@ def _ranges(numbers: list[str]) -> str:
     return " ".join(parts)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    state = _state(config)
-    if not state.results:
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Summarize, gate against the expectation file, write the run folder; with expectations the
+    session's exit status is the gate's."""
+    state = getattr(session.config, "_rmq", None)
+    if state is None or not state.results:
         return
     summary = summarize(state, default_spec())
-    terminalreporter.section("rocketmq-conformance")
-    for line in format_summary(summary):
-        terminalreporter.write_line(line)
-    out = config.getoption("--rmq-out")
+    if state.expectations is not None:
+        from reports.expectations import gate
+
+        verdict = gate(summary, state.expectations)
+        summary["gate"] = verdict.as_json()
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.OK if verdict.passed else pytest.ExitCode.TESTS_FAILED
+    out = session.config.getoption("--rmq-out")
     if out:
         from spark_checks.eventlog import write_parquet
 
@@ -319,5 +348,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         events = [dataclasses.replace(e, seq=i) for i, e in enumerate(state.events)]
         summary["events"] = write_parquet(events, out_dir / "events.parquet")
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        terminalreporter.write_line(f"wrote {out_dir / 'summary.json'} and {summary['events']} events to "
-                                    f"{out_dir / 'events.parquet'}")
+    state.summary = summary
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = getattr(config, "_rmq", None)
+    if state is None or state.summary is None:
+        return
+    summary = state.summary
+    terminalreporter.section("rocketmq-conformance")
+    for line in format_summary(summary):
+        terminalreporter.write_line(line)
+    if "gate" in summary:
+        from reports.expectations import GateResult
+
+        gate = GateResult(summary["gate"]["expectations"], **{k: summary["gate"][k] for k in (
+            "expected_failures", "unexpected_failures", "unexpected_passes", "intermittent", "not_observed")})
+        for line in gate.lines():
+            terminalreporter.write_line(line)
+    out = config.getoption("--rmq-out")
+    if out:
+        terminalreporter.write_line(f"wrote {Path(out) / 'summary.json'} and {summary['events']} events to "
+                                    f"{Path(out) / 'events.parquet'}")

@@ -8,29 +8,15 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from adapters.grpc import GrpcTarget
 from reference_impl.rules import retry5x
 from reference_impl.rules.retry4x import ListenerOutcome
-from reference_impl.serve.process import spawn_listening
 from suites.checks import close_enough, tolerance_for
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def start_serve(time_scale: float, *extra: str) -> tuple[subprocess.Popen, str]:
-    """``rmqc serve --port 0``; returns the process and the address it printed."""
-    return spawn_listening([sys.executable, "-m", "rmqc.cli", "serve", "--port", "0", "--time-scale",
-                            str(time_scale), *extra], ROOT)
-
-
-def stop_serve(process: subprocess.Popen) -> str:
-    process.terminate()
-    out, _ = process.communicate(timeout=10)
-    return out
+from serving import ROOT, start_serve, stop_serve
 
 
 @pytest.fixture(scope="module")

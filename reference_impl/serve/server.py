@@ -16,9 +16,9 @@ from rocketmq.grpc_protocol import service_pb2_grpc
 from ..model.simulation import Simulation
 from .admin import MESSAGE_TYPES, AdminService
 from .realtime import RealTimeModel
+from .. import VERSION
 from .service import MessagingService, ServeOptions
 
-VERSION = "0.1.0"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # bodies over the proxy's 4 MiB must reach the handler to be refused
 log = logging.getLogger("rmqc.serve")
 
