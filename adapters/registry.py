@@ -6,7 +6,7 @@ from typing import Callable
 from .base import Target, TargetError
 
 KNOWN_FORMS = "reference, grpc://HOST:PORT, container:IMAGE or driver:CMD"
-PLANNED = {"container": "the container adapter", "driver": "the driver-protocol adapter"}
+PLANNED = {"driver": "the driver-protocol adapter"}
 
 
 def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
@@ -30,10 +30,18 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             return GrpcTarget(address, profile, **kw)  # type: ignore[arg-type]
 
         return "grpc", grpc_target
+    if spec.startswith("container:") and len(spec) > len("container:"):
+        image = spec[len("container:"):]
+        from .container import container_target
+
+        def container(profile: str = "grpc-5.x", **kw: object) -> Target:
+            return container_target(image, profile, **kw)  # type: ignore[no-any-return]
+
+        return "container", container
     kind = spec.split("://", 1)[0] if "://" in spec else spec.split(":", 1)[0]
     if kind in PLANNED and spec != kind:
         raise TargetError(f"--target {spec}: {PLANNED[kind]} is not part of this build yet; "
-                          f"available now: reference, grpc://HOST:PORT")
+                          f"available now: reference, grpc://HOST:PORT, container:IMAGE")
     raise TargetError(f"unknown --target {spec!r}: expected {KNOWN_FORMS}")
 
 

@@ -36,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
         return 2
+    if kind == "container":  # no engine, no target: say so at once, in the engine's words
+        from adapters.container import engine_error
+
+        error = engine_error(args.target.removeprefix("container:"))
+        if error:
+            print(f"rmqc run: error: {error}", file=sys.stderr)
+            return 2
     if args.profile and args.profile not in target_profiles(kind):
         print(f"rmqc run: error: --profile {args.profile}: target {args.target} runs "
               f"{' and '.join(target_profiles(kind))}", file=sys.stderr)

@@ -80,6 +80,12 @@ def pytest_configure(config: pytest.Config) -> None:
             probe(config.getoption("--rmq-target").removeprefix("grpc://"))
         except TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if kind == "container":
+        from adapters.container import engine_error
+
+        error = engine_error(config.getoption("--rmq-target").removeprefix("container:"))
+        if error:
+            raise pytest.UsageError(error)
     profiles = target_profiles(kind)
     wanted = config.getoption("--rmq-profile")
     if wanted is not None:
