@@ -16,7 +16,7 @@ _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batc
            "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
            "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
            "observe.queue_id"}
-_BY_PROFILE = {
+CAPABILITIES_BY_PROFILE = {
     "remoting-4.x": _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     "grpc-5.x": _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
                            "sdk.java", "sdk.python"},
@@ -32,7 +32,7 @@ class ReferenceTarget(Target):
         self.name = "reference"
         self.version = VERSION
         self.profile = profile
-        self.capabilities = frozenset(_BY_PROFILE[profile])
+        self.capabilities = frozenset(CAPABILITIES_BY_PROFILE[profile])
         self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed)
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,

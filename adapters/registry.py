@@ -6,7 +6,6 @@ from typing import Callable
 from .base import Target, TargetError
 
 KNOWN_FORMS = "reference, grpc://HOST:PORT, container:IMAGE or driver:CMD"
-PLANNED = {"driver": "the driver-protocol adapter"}
 
 
 def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
@@ -30,6 +29,14 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             return GrpcTarget(address, profile, **kw)  # type: ignore[arg-type]
 
         return "grpc", grpc_target
+    if spec.startswith("driver:") and spec[len("driver:"):].strip():
+        command = spec[len("driver:"):].strip()
+        from .driver import DriverTarget
+
+        def driver(profile: str = "grpc-5.x", **kw: object) -> Target:
+            return DriverTarget(command, profile, **kw)  # type: ignore[arg-type]
+
+        return "driver", driver
     if spec.startswith("container:") and len(spec) > len("container:"):
         image = spec[len("container:"):]
         from .container import container_target
@@ -38,15 +45,15 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             return container_target(image, profile, **kw)  # type: ignore[no-any-return]
 
         return "container", container
-    kind = spec.split("://", 1)[0] if "://" in spec else spec.split(":", 1)[0]
-    if kind in PLANNED and spec != kind:
-        raise TargetError(f"--target {spec}: {PLANNED[kind]} is not part of this build yet; "
-                          f"available now: reference, grpc://HOST:PORT, container:IMAGE")
     raise TargetError(f"unknown --target {spec!r}: expected {KNOWN_FORMS}")
 
 
-def target_profiles(kind: str) -> tuple[str, ...]:
-    """Profiles a target kind can run."""
+def target_profiles(kind: str, spec: str | None = None) -> tuple[str, ...]:
+    """Profiles a target kind can run (a driver says which in its hello)."""
     if kind == "reference":
         return ("remoting-4.x", "grpc-5.x", "kafka-retry")
+    if kind == "driver" and spec is not None:
+        from .driver import driver_process
+
+        return tuple(driver_process(spec[len("driver:"):].strip()).hello.get("profiles", ()))
     return ("grpc-5.x",)

@@ -43,9 +43,14 @@ def run(args: argparse.Namespace) -> int:
         if error:
             print(f"rmqc run: error: {error}", file=sys.stderr)
             return 2
-    if args.profile and args.profile not in target_profiles(kind):
+    try:
+        profiles = target_profiles(kind, args.target)
+    except TargetError as exc:
+        print(f"rmqc run: error: {exc}", file=sys.stderr)
+        return 2
+    if args.profile and args.profile not in profiles:
         print(f"rmqc run: error: --profile {args.profile}: target {args.target} runs "
-              f"{' and '.join(target_profiles(kind))}", file=sys.stderr)
+              f"{' and '.join(profiles)}", file=sys.stderr)
         return 2
     import pytest
 

@@ -71,8 +71,6 @@ def pytest_configure(config: pytest.Config) -> None:
         kind, factory = target_factory(config.getoption("--rmq-target"))
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if kind != "reference" and "RMQC_HYPOTHESIS_PROFILE" not in os.environ:
-        settings.load_profile("realtime")
     if kind == "grpc":
         from adapters.grpc import probe
 
@@ -86,7 +84,12 @@ def pytest_configure(config: pytest.Config) -> None:
         error = engine_error(config.getoption("--rmq-target").removeprefix("container:"))
         if error:
             raise pytest.UsageError(error)
-    profiles = target_profiles(kind)
+    try:
+        profiles = target_profiles(kind, config.getoption("--rmq-target"))
+    except TargetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not _virtual_clock(kind, config.getoption("--rmq-target")) and "RMQC_HYPOTHESIS_PROFILE" not in os.environ:
+        settings.load_profile("realtime")
     wanted = config.getoption("--rmq-profile")
     if wanted is not None:
         if wanted not in profiles:
@@ -104,6 +107,17 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id,  # type: ignore[attr-defined]
                            expectations=expectations)
+
+
+def _virtual_clock(kind: str, spec: str) -> bool:
+    """Targets on a virtual clock run the full Hypothesis profile; wall-clock ones a few examples."""
+    if kind == "reference":
+        return True
+    if kind == "driver":
+        from adapters.driver import driver_process
+
+        return driver_process(spec[len("driver:"):].strip()).hello.get("clock") == "virtual"
+    return False
 
 
 @dataclasses.dataclass
@@ -221,10 +235,9 @@ def target(make_target: Callable[..., Target]) -> Target:
 
 @pytest.fixture
 def reference_for() -> Callable[..., Target]:
-    """The in-process reference, used as the prediction in differential tests."""
-    from adapters.reference import ReferenceTarget
-
-    return lambda profile, seed=0: ReferenceTarget(profile, run_id="prediction", seed=seed)
+    """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential tests."""
+    reference = target_factory("reference")[1]
+    return lambda profile, seed=0: reference(profile=profile, run_id="prediction", seed=seed)
 
 
 @pytest.fixture(autouse=True)

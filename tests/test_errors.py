@@ -93,10 +93,11 @@ def test_unknown_target_is_one_line(tmp_path: Path) -> None:
     assert "unknown --target 'bogus'" in result.stderr and "reference" in result.stderr
 
 
-def test_planned_target_kind_says_so(tmp_path: Path) -> None:
+def test_driver_that_cannot_start_is_one_line(tmp_path: Path) -> None:
     result = subprocess.run(RMQC + ["run", "--target", "driver:some-sdk-driver", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "not part of this build yet" in result.stderr
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "driver:some-sdk-driver: cannot start: No such file or directory" in result.stderr
 
 
 def test_unreachable_grpc_target_fails_within_its_timeout(tmp_path: Path) -> None:

@@ -1,0 +1,315 @@
+"""The driver target: any SDK behind the driver protocol (``--target driver:COMMAND``).
+
+``COMMAND`` is started once per test process; it speaks JSON lines on its stdin and stdout
+(``spec/schemas/driver-protocol.schema.json``, codec in ``adapters.driver_codec``). Each ``Target``
+the suites create is one ``open``ed session in it. Listeners and transaction checks stay on the
+harness side: the driver asks, the harness answers; events arrive as event-log rows.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from reference_impl.model.views import Listener, MessageView, SendResult
+from reference_impl.rules.retry4x import ListenerOutcome
+from reference_impl.rules.transaction import LocalTransactionState
+from spark_checks.eventlog import Event
+
+from .base import Target, TargetError
+from .driver_codec import (PROTOCOL_VERSION, DriverError, body_to_json, error_from_json, event_from_json,
+                           result_from_json, view_from_json, view_to_json)
+
+HELLO_TIMEOUT_S = 30.0
+
+
+class DriverProcess:
+    """One running driver: commands out, replies in; events and asks handled while waiting."""
+
+    def __init__(self, command: str, cwd: str | None = None) -> None:
+        self.command = command
+        argv = shlex.split(command)
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable  # the harness's own interpreter, with this project importable
+        try:
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd)
+        except OSError as exc:
+            raise TargetError(f"driver:{command}: cannot start: {exc.strerror or exc}") from None
+        self._ids = itertools.count(1)
+        self.sessions: dict[str, "DriverTarget"] = {}
+        self._stderr: list[str] = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.hello = self._hello()
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._stderr.append(line.rstrip())
+            del self._stderr[:-20]
+
+    def _hello(self) -> dict[str, Any]:
+        timer = threading.Timer(HELLO_TIMEOUT_S, self.process.kill)
+        timer.start()
+        try:
+            hello = self.call({"cmd": "hello", "protocol": PROTOCOL_VERSION})
+        finally:
+            timer.cancel()
+        if hello.get("protocol") != PROTOCOL_VERSION:
+            raise TargetError(f"driver:{self.command}: speaks protocol {hello.get('protocol')!r}, "
+                              f"this harness {PROTOCOL_VERSION}")
+        return hello
+
+    def _died(self) -> TargetError:
+        try:
+            self.process.wait(timeout=2)  # its stdout closed: it is exiting
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        time.sleep(0.05)  # let the stderr reader take the last lines
+        tail = " | ".join(self._stderr[-3:]) or "no output on stderr"
+        return TargetError(f"driver:{self.command}: the driver exited (code {self.process.returncode}): {tail}")
+
+    def call(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Send one command; serve events and asks until its reply; raise the driver's error."""
+        command = {"id": next(self._ids), **command}
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(json.dumps(command, separators=(",", ":")) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise self._died()
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                raise TargetError(f"driver:{self.command}: not a JSON line: {line[:200]!r}") from None
+            if "event" in message:
+                session = self.sessions.get(message.get("target", ""))
+                if session is not None:
+                    session.received(message["event"])
+            elif "ask" in message:
+                self._answer(message)
+            elif message.get("reply") == command["id"]:
+                if not message.get("ok"):
+                    raise error_from_json(message.get("error") or {})
+                return message
+
+    def _answer(self, ask: dict[str, Any]) -> None:
+        session = self.sessions[ask["target"]]
+        answer: dict[str, Any] = {"cmd": "answer", "ask_id": ask["ask_id"]}
+        if ask["ask"] == "consume":
+            outcome = session.listeners[ask["consumer"]](view_from_json(ask["view"]))
+            answer["outcome"] = ListenerOutcome(outcome).name
+        elif ask["ask"] == "check":
+            state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
+            answer["state"] = None if state is None else LocalTransactionState(state).name
+        else:
+            raise DriverError(f"driver:{self.command}: unknown ask {ask['ask']!r}")
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(answer, separators=(",", ":")) + "\n")
+        self.process.stdin.flush()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.call({"cmd": "bye"})
+            except Exception:
+                pass
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+_PROCESSES: dict[str, DriverProcess] = {}
+
+
+def driver_process(command: str) -> DriverProcess:
+    """One process per command for the whole test process; stopped when it exits."""
+    if command not in _PROCESSES or _PROCESSES[command].process.poll() is not None:
+        _PROCESSES[command] = DriverProcess(command)
+        atexit.register(_PROCESSES[command].stop)
+    return _PROCESSES[command]
+
+
+class DriverTarget(Target):
+    """One session in a driver process, behind the ``Target`` interface."""
+
+    _sessions = itertools.count(1)
+
+    def __init__(self, command: str, profile: str, *, run_id: str = "run", seed: int = 0) -> None:
+        self.process = driver_process(command)
+        hello = self.process.hello
+        self.name = f"driver:{command}"
+        self.profile = profile
+        self.session = f"s{next(self._sessions)}"
+        self.time_scale = float(hello.get("time_scale", 1.0))
+        self.listeners: dict[str, Listener] = {}
+        self.checks: dict[str, Callable[[str | None, int], LocalTransactionState | None]] = {}
+        self._events: list[Event] = []
+        self._handles = itertools.count(1)
+        self.process.sessions[self.session] = self
+        opened = self.call("open", profile=profile, run_id=run_id, seed=seed)
+        self.capabilities = frozenset(opened.get("capabilities", ()))
+        self.version = opened.get("version") or hello.get("version")
+
+    def call(self, cmd: str, **fields: Any) -> dict[str, Any]:
+        return self.process.call({"cmd": cmd, "target": self.session, **fields})
+
+    def received(self, row: Mapping[str, Any]) -> None:
+        self._events.append(event_from_json(row, target=self.name))
+
+    def _handle(self, kind: str) -> str:
+        return f"{self.session}-{kind}{next(self._handles)}"
+
+    # topics, groups, broker
+    def create_topic(self, name: str, **options: Any) -> None:
+        self.call("create_topic", name=name, options=options)
+
+    def update_topic(self, name: str, **options: Any) -> None:
+        self.call("update_topic", name=name, options=options)
+
+    def configure_group(self, name: str, **options: Any) -> None:
+        self.call("configure_group", name=name, options=options)
+
+    def configure_broker(self, **settings: object) -> None:
+        self.call("configure_broker", settings=settings)
+
+    def inject_fault(self, name: str, count: int = 1) -> None:
+        self.call("inject_fault", name=name, count=count)
+
+    def inject_send_fault(self, broker: str, outcome: str, count: int = 1) -> None:
+        self.call("inject_send_fault", broker=broker, outcome=outcome, count=count)
+
+    def stored_messages(self, topic: str) -> list[dict[str, object]]:
+        return list(self.call("stored_messages", topic=topic)["messages"])
+
+    # clients
+    def producer(self, group: str = "P", **options: object) -> "DriverProducer":
+        handle = self._handle("p")
+        self.call("producer", handle=handle, group=group, options=options)
+        return DriverProducer(self, handle)
+
+    def transaction_producer(self, group: str,
+                             check: Callable[[str | None, int], LocalTransactionState | None]) -> "DriverProducer":
+        handle = self._handle("tp")
+        self.checks[handle] = check
+        self.call("transaction_producer", handle=handle, group=group)
+        return DriverProducer(self, handle)
+
+    def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> "DriverConsumer":
+        return self._push("push_consumer_4x", group, topic, listener, options)
+
+    def push_consumer_5x(self, group: str, topic: str, listener: Listener, **options: Any) -> "DriverConsumer":
+        return self._push("push_consumer_5x", group, topic, listener, options)
+
+    def _push(self, cmd: str, group: str, topic: str, listener: Listener, options: dict[str, Any]) -> "DriverConsumer":
+        handle = self._handle("c")
+        self.listeners[handle] = listener
+        self.call(cmd, handle=handle, group=group, topic=topic, listener="ask", options=options)
+        return DriverConsumer(self, handle)
+
+    def simple_consumer_5x(self, group: str, topic: str, **options: Any) -> "DriverSimpleConsumer":
+        handle = self._handle("s")
+        self.call("simple_consumer_5x", handle=handle, group=group, topic=topic, options=options)
+        return DriverSimpleConsumer(self, handle)
+
+    # time
+    def now_ms(self) -> int:
+        return int(self.call("now")["now_ms"])
+
+    def advance(self, delta_ms: int) -> None:
+        self.call("advance", ms=delta_ms)
+
+    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+        self.call("settle", max_ms=max_ms)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        deadline = self.now_ms() + timeout_ms
+        while not predicate():
+            if not self.call("step", deadline_ms=deadline)["ran"]:
+                return predicate()
+        return True
+
+    def events(self) -> list[Event]:
+        return self._events
+
+    def close(self) -> None:
+        if self.process.process.poll() is None:
+            self.call("close")
+        self.process.sessions.pop(self.session, None)
+
+
+class DriverProducer:
+    def __init__(self, target: DriverTarget, handle: str) -> None:
+        self.target, self.handle = target, handle
+
+    def send(self, topic: str, body: bytes = b"", **options: Any) -> SendResult:
+        answer = self.target.call("send", handle=self.handle, topic=topic, body=body_to_json(body), options=options)
+        return result_from_json(answer["result"])
+
+    def send_batch(self, messages: Any) -> list[SendResult]:
+        wire = [{**m, "body": body_to_json(bytes(m["body"]))} if "body" in m else dict(m) for m in messages]
+        return [result_from_json(r) for r in self.target.call("send_batch", handle=self.handle, messages=wire)["results"]]
+
+    def send_in_transaction(self, topic: str, body: bytes = b"", *, local_state: LocalTransactionState | None = None,
+                            **options: Any) -> None:
+        self.target.call("send_in_transaction", handle=self.handle, topic=topic, body=body_to_json(body),
+                         options={**options, "local_state": None if local_state is None else local_state.name})
+
+
+class DriverConsumer:
+    """A push consumer; a 4.x one also shows its rebalance state (client id, queues, offsets)."""
+
+    def __init__(self, target: DriverTarget, handle: str) -> None:
+        self.target, self.handle = target, handle
+
+    def shutdown(self) -> None:
+        self.target.call("shutdown", handle=self.handle)
+
+    def crash(self) -> None:
+        self.target.call("crash", handle=self.handle)
+
+    def _state(self) -> dict[str, Any]:
+        return self.target.call("consumer_state", handle=self.handle)
+
+    @property
+    def client_id(self) -> str:
+        return str(self._state()["client_id"])
+
+    @property
+    def assigned(self) -> set[tuple[str, int]]:
+        return {(t, q) for t, q in self._state()["assigned"]}
+
+    @property
+    def offsets(self) -> dict[tuple[str, int], int]:
+        return {(t, q): o for t, q, o in self._state()["offsets"]}
+
+    def _stored(self, key: tuple[str, int]) -> int | None:
+        return self.target.call("stored_offset", handle=self.handle, topic=key[0], queue_id=key[1])["offset"]
+
+
+class DriverSimpleConsumer:
+    def __init__(self, target: DriverTarget, handle: str) -> None:
+        self.target, self.handle = target, handle
+
+    def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
+        answer = self.target.call("receive", handle=self.handle, max_messages=max_messages, invisible_ms=invisible_ms)
+        return [view_from_json(v) for v in answer["views"]]
+
+    def ack(self, view: MessageView) -> int:
+        return int(self.target.call("ack", handle=self.handle, view=view_to_json(view))["code"])
+
+    def change_invisible_duration(self, view: MessageView, invisible_ms: int) -> tuple[int, str | None]:
+        answer = self.target.call("change_invisible_duration", handle=self.handle, view=view_to_json(view),
+                                  invisible_ms=invisible_ms)
+        return int(answer["code"]), answer.get("receipt_handle")
