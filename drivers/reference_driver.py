@@ -101,6 +101,7 @@ class ReferenceDriver:
 
     def cmd_hello(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"protocol": PROTOCOL_VERSION, "driver": "reference", "version": VERSION,
+                "implementation": "rocketmq-conformance reference",
                 "profiles": list(target_profiles("reference")), "clock": "virtual", "time_scale": 1.0}
 
     def cmd_open(self, m: dict[str, Any]) -> dict[str, Any]:

@@ -106,7 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
     config._rmq = RunState(kind, config.getoption("--rmq-target"), factory, profiles, run_id,  # type: ignore[attr-defined]
-                           expectations=expectations)
+                           expectations=expectations,
+                           runs_reference=_runs_reference(kind, config.getoption("--rmq-target")))
 
 
 def _virtual_clock(kind: str, spec: str) -> bool:
@@ -134,6 +135,7 @@ class RunState:
     timing: dict[str, Any] = dataclasses.field(default_factory=dict)
     version: str | None = None
     expectations: Any = None  # reports.expectations.ExpectationFile
+    runs_reference: bool = False
     summary: dict[str, Any] | None = None
 
 
@@ -242,8 +244,22 @@ def reference_for() -> Callable[..., Target]:
 
 @pytest.fixture(autouse=True)
 def _reference_rule_only(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("reference_rule") and _state(request.config).kind != "reference":
+    if request.node.get_closest_marker("reference_rule") and not _state(request.config).runs_reference:
         not_applicable("checks the reference implementation's pure rules, not the target")
+
+
+def _runs_reference(kind: str, spec: str) -> bool:
+    """The target is this reference implementation: in process, or a driver wrapping this very version
+    of it (its hello says so), so the tests of the reference's pure rules are about the target too."""
+    if kind == "reference":
+        return True
+    if kind == "driver":
+        from adapters.driver import driver_process
+        from reference_impl import VERSION
+
+        hello = driver_process(spec[len("driver:"):].strip()).hello
+        return hello.get("implementation") == "rocketmq-conformance reference" and hello.get("version") == VERSION
+    return False
 
 
 # ---- verdicts ---------------------------------------------------------------------------------
