@@ -127,8 +127,8 @@ def wait_ready(read_logs: Callable[[], dict[str, str]], timeout_s: float = READY
             return
         gone = exited()
         if gone:
-            raise TargetError(f"{gone} exited before it was ready; its last log line: "
-                              f"{(logs.get(gone) or '').strip().splitlines()[-1:] or ['(none)']}")
+            last = (logs.get(gone) or "").strip().splitlines()
+            raise TargetError(f"{gone} exited before it was ready; its last log line: {last[-1] if last else '(none)'}")
         if clock() >= deadline:
             raise TargetError(f"RocketMQ containers not ready within {timeout_s:.0f} s: no "
                               f"{', '.join(repr(READY_MARKERS[m]) for m in missing)} in the logs of {', '.join(missing)}")

@@ -115,3 +115,22 @@ def test_a_folder_without_a_summary_is_a_clear_error(tmp_path):
     made = rmqc("report", str(tmp_path), "--out", str(tmp_path / "out"), timeout=60)
     assert made.returncode == 2
     assert f"{tmp_path}: not a run folder (no summary.json" in made.stderr
+
+
+def test_a_failing_run_links_its_evidence(tmp_path):
+    """A deliberately broken reference: the cell fails and its evidence holds the trace of the failing
+    test, Hypothesis's shrunk example, and a JUnit <failure>."""
+    (tmp_path / "breakrule.py").write_text("from reference_impl.rules import retry4x\n"
+                                           "retry4x.retry_level_for = lambda reconsume_times: 2 + reconsume_times\n")
+    run = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", "reference", "--out", str(tmp_path / "run"),
+                          "-k", "concurrent_4x_retry_ladder", "--pytest-arg=-p", "--pytest-arg=breakrule"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    assert run.returncode == 1, run.stdout[-2000:]
+    made = rmqc("report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), timeout=120)
+    assert made.returncode == 0, made.stderr
+    page = (tmp_path / "report" / "matrix.html").read_text()
+    assert 'id="ev-0-RETRY-CONC-07"' in page and "the failing test's trace" in page
+    assert "MessagePlan(key=" in page and "reproduce_failure" in page  # the shrunk example Hypothesis printed
+    cases = {c.get("name").split()[0]: c for c in ET.parse(tmp_path / "report" / "junit.xml").getroot().iter("testcase")}
+    assert cases["RETRY-CONC-07"].find("failure") is not None and cases["TX-02"].find("skipped") is not None
