@@ -1,0 +1,36 @@
+"""A user's own pytest run, outside this repository, gets the plugin from the package's pytest11 entry
+point: the --rmq-* options, the target fixture, the spec markers and the gate."""
+from __future__ import annotations
+
+import pytest
+
+USER_TEST = '''
+import pytest
+from reference_impl.rules.retry4x import ListenerOutcome
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("RETRY-CONC-07")
+def test_my_broker_redelivers_after_ten_seconds(target):
+    target.create_topic("T")
+    target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.RECONSUME_LATER if v.delivery_attempt == 1
+                            else ListenerOutcome.SUCCESS)
+    target.producer().send("T", b"x", key="m")
+    target.settle()
+    times = [e.ts_ms for e in target.events() if e.kind == "DELIVER"]
+    assert times[1] - times[0] == 10_000
+'''
+
+
+def test_a_users_pytest_run_has_the_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=USER_TEST)
+    pytester.makefile(".yaml", stale="target: mine\nexpectations:\n  - {id: RETRY-CONC-07, status: fail, reason: old}\n")
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    assert "--rmq-target" in help_text and "--rmq-expectations" in help_text and "--rmq-profile" in help_text
+    passed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-target", "reference",
+                                           "--rmq-profile", "remoting-4.x")
+    passed.assert_outcomes(passed=1)
+    assert "RETRY-CONC: pass 07" in passed.stdout.str()
+    gated = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-target", "reference",
+                                          "--rmq-expectations", "stale.yaml")
+    assert gated.ret == 1 and "unexpected pass RETRY-CONC-07" in gated.stdout.str()
