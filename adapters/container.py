@@ -239,8 +239,8 @@ def container_target(image: str, profile: str = "grpc-5.x", **kw: Any) -> Any:
     error = engine_error(image)
     if error:
         raise TargetError(error)
-    plan = ContainerPlan(image, DEFAULT_TIME_SCALE, grpc_port=free_port())
-    plan = next((p for p in _RUNNING if p.image == image and p.time_scale == plan.time_scale), plan)
+    plan = next((p for p in _RUNNING if p.image == image and p.time_scale == DEFAULT_TIME_SCALE), None) \
+        or ContainerPlan(image, DEFAULT_TIME_SCALE, grpc_port=free_port())
     containers, address = _shared(plan)
 
     class ContainerTarget(GrpcTarget):

@@ -78,12 +78,8 @@ class DriverProcess:
     def call(self, command: dict[str, Any]) -> dict[str, Any]:
         """Send one command; serve events and asks until its reply; raise the driver's error."""
         command = {"id": next(self._ids), **command}
-        assert self.process.stdin is not None and self.process.stdout is not None
-        try:
-            self.process.stdin.write(json.dumps(command, separators=(",", ":")) + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died() from None
+        assert self.process.stdout is not None
+        self._send(command)
         while True:
             line = self.process.stdout.readline()
             if not line:
@@ -114,9 +110,15 @@ class DriverProcess:
             answer["state"] = None if state is None else LocalTransactionState(state).name
         else:
             raise DriverError(f"driver:{self.command}: unknown ask {ask['ask']!r}")
+        self._send(answer)
+
+    def _send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(answer, separators=(",", ":")) + "\n")
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -1,7 +1,7 @@
 """Turn a ``--target`` string into a ``Target`` factory, or a one-line error."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from .base import Target, TargetError
 
@@ -29,8 +29,8 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             return GrpcTarget(address, profile, **kw)  # type: ignore[arg-type]
 
         return "grpc", grpc_target
-    if spec.startswith("driver:") and spec[len("driver:"):].strip():
-        command = spec[len("driver:"):].strip()
+    if spec.startswith("driver:") and driver_command(spec):
+        command = driver_command(spec)
         from .driver import DriverTarget
 
         def driver(profile: str = "grpc-5.x", **kw: object) -> Target:
@@ -48,12 +48,39 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
     raise TargetError(f"unknown --target {spec!r}: expected {KNOWN_FORMS}")
 
 
+def driver_command(spec: str) -> str:
+    """The command of a ``driver:CMD`` target."""
+    return spec[len("driver:"):].strip()
+
+
+def driver_hello(spec: str) -> dict[str, Any]:
+    """What the driver of a ``driver:CMD`` target said when it started (one process per test process)."""
+    from .driver import driver_process
+
+    return driver_process(driver_command(spec)).hello
+
+
+def preflight(kind: str, spec: str) -> None:
+    """Reach the target once before any test runs: an unreachable proxy, a missing Docker engine or a
+    driver that does not start is a ``TargetError`` in one line, not a run of failures."""
+    if kind == "grpc":
+        from .grpc import probe
+
+        probe(spec.removeprefix("grpc://").rstrip("/"))
+    elif kind == "container":
+        from .container import engine_error
+
+        error = engine_error(spec.removeprefix("container:"))
+        if error:
+            raise TargetError(error)
+    elif kind == "driver":
+        driver_hello(spec)
+
+
 def target_profiles(kind: str, spec: str | None = None) -> tuple[str, ...]:
     """Profiles a target kind can run (a driver says which in its hello)."""
     if kind == "reference":
         return ("remoting-4.x", "grpc-5.x", "kafka-retry")
     if kind == "driver" and spec is not None:
-        from .driver import driver_process
-
-        return tuple(driver_process(spec[len("driver:"):].strip()).hello.get("profiles", ()))
+        return tuple(driver_hello(spec).get("profiles", ()))
     return ("grpc-5.x",)

@@ -142,9 +142,14 @@ class GateResult:
         return out
 
 
+def first_failing(tests: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The first failing test of a behaviour's results, or None."""
+    return next((t for t in tests if t["verdict"] == "fail"), None)
+
+
 def first_failure(behaviour: Mapping[str, Any]) -> str:
     """The first failing test's reason, for messages and new expectations."""
-    failing = next((t for t in behaviour.get("tests", ()) if t["verdict"] == "fail"), None)
+    failing = first_failing(behaviour.get("tests", ()))
     return f"{failing['test']}: {failing['reason']}" if failing else ""
 
 

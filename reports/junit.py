@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from .expectations import first_failing
 from .matrix import Matrix
 
 
@@ -18,7 +19,7 @@ def render_junit(matrix: Matrix) -> str:
             cell = cells[i]
             counts["tests"] += 1
             case = ET.SubElement(suite, "testcase", classname=behaviour.area, name=f"{behaviour.id} {behaviour.title}")
-            first = next((t for t in cell.tests if t["verdict"] == "fail"), None)
+            first = first_failing(cell.tests)
             if cell.state == "fail":
                 counts["failures"] += 1
                 failure = ET.SubElement(case, "failure", message=(first or {}).get("reason", "fails")[:500])

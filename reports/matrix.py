@@ -15,6 +15,8 @@ from typing import Any
 
 from spec.loader import Spec
 
+from .expectations import first_failing
+
 CELL_STATES = ("fail", "expected failure", "inconclusive", "pass", "not applicable", "not tested")
 TRACE_EVENTS = 60
 _RANK = {"fail": 0, "inconclusive": 1, "expected failure": 2, "not tested": 3, "not applicable": 4, "pass": 5}
@@ -87,7 +89,7 @@ def cell_for(run: Run, bid: str, traces: dict[str, list[dict[str, Any]]]) -> Cel
     expectation = run.expected.get(bid)
     if state == "fail" and expectation is not None:
         state = "expected failure"
-    failing = next((t for t in b["tests"] if t["verdict"] == "fail"), None)
+    failing = first_failing(b["tests"])
     trace = traces.get(failing["test"], []) if failing else []
     return Cell(state, b["tests"], expectation, bid in run.stale, trace, spark)
 
@@ -122,6 +124,12 @@ class Matrix:
     runs: list[Run]
     rows: list[tuple[Any, list[Cell]]]          # (Behaviour, one cell per run)
     areas: dict[str, str]
+
+    def run_counts(self) -> list[dict[str, int]]:
+        """Per run: how many behaviours are in each state (the per-area totals added up)."""
+        totals = self.totals().values()
+        return [{state: sum(per_run[i][state] for per_run in totals) for state in CELL_STATES}
+                for i in range(len(self.runs))]
 
     def totals(self) -> dict[str, list[dict[str, int]]]:
         """Per area, per run: how many behaviours in each state."""

@@ -32,10 +32,7 @@ def report(args: argparse.Namespace) -> int:
     (out / "matrix.html").write_text(render_html(matrix, out), encoding="utf-8")
     (out / "matrix.json").write_text(json.dumps(matrix_json(matrix), indent=2, default=str))
     (out / "junit.xml").write_text(render_junit(matrix), encoding="utf-8")
-    for i, run in enumerate(runs):
-        counts = {s: 0 for s in ("pass", "fail", "expected failure", "inconclusive", "not applicable", "not tested")}
-        for _, cells in matrix.rows:
-            counts[cells[i].state] += 1
+    for i, (run, counts) in enumerate(zip(runs, matrix.run_counts())):
         print(f"run {i + 1}: {run.label}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     for i in range(len(runs) - 1):
         changes = diff(matrix, i, i + 1)

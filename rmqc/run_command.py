@@ -10,7 +10,7 @@ from pathlib import Path
 
 import suites
 from adapters.base import TargetError
-from adapters.registry import target_factory, target_profiles
+from adapters.registry import preflight, target_factory, target_profiles
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,14 +36,8 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
         return 2
-    if kind == "container":  # no engine, no target: say so at once, in the engine's words
-        from adapters.container import engine_error
-
-        error = engine_error(args.target.removeprefix("container:"))
-        if error:
-            print(f"rmqc run: error: {error}", file=sys.stderr)
-            return 2
-    try:
+    try:  # an unreachable target is one line before any test runs
+        preflight(kind, args.target)
         profiles = target_profiles(kind, args.target)
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)

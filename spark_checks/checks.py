@@ -70,7 +70,18 @@ def _problem(kind_code, ts, msg_id, attempt):
             .when(attempt.isNotNull() & (attempt < 1), F.lit("attempt below 1")))
 
 
-def load(spark, path: str, quarantine_dir: Path | None):
+@dataclass
+class Loaded:
+    """The checkable rows (a view of ``cached``, the one cached scan), the input's counts, and the profile
+    the log names."""
+
+    valid: Any
+    cached: Any
+    stats: dict[str, Any]
+    profile: str | None
+
+
+def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     """Read once, check the columns, cache a narrow copy of every row (kind as a byte, ``key`` only where
     an APPLY needs it); rows that break the schema's invariants are counted and, when there are any,
     written with all their columns to the quarantine folder (read again for that only)."""
@@ -101,6 +112,8 @@ def load(spark, path: str, quarantine_dir: Path | None):
     by_problem = {r["_problem"]: r["n"] for r in typed.groupBy("_problem").agg(F.count("*").alias("n")).collect()}
     reasons = {k: n for k, n in by_problem.items() if k is not None}
     total, bad = sum(by_problem.values()), sum(reasons.values())
+    if total == 0 or total == bad:
+        typed.unpersist()
     if total == 0:
         raise CheckInputError(f"{path}: the event log is empty; an empty log is not a pass")
     if bad and quarantine_dir is not None:
@@ -113,8 +126,7 @@ def load(spark, path: str, quarantine_dir: Path | None):
     if "profile" in types:
         found = raw.select("profile").where(F.col("profile").isNotNull()).limit(1).collect()
         profile = found[0]["profile"] if found else None
-    return valid, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons, "profile_seen": profile,
-                   "_cached": typed}
+    return Loaded(valid, typed, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons}, profile)
 
 
 def _examples(df, columns: list[str]) -> list[dict[str, Any]]:
@@ -334,10 +346,9 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
                checks: tuple[str, ...] | None = None) -> dict[str, Any]:
 
     quarantine = (out / "quarantine") if out else None
-    v, stats = load(spark, path, quarantine)
-    cached = stats.pop("_cached")
-    profile = profile or stats.pop("profile_seen", None) or "grpc-5.x"
-    stats.pop("profile_seen", None)
+    loaded = load(spark, path, quarantine)
+    v, cached, stats = loaded.valid, loaded.cached, loaded.stats
+    profile = profile or loaded.profile or "grpc-5.x"
     if profile not in ("remoting-4.x", "grpc-5.x"):
         raise CheckInputError(f"profile {profile!r}: the checks know remoting-4.x and grpc-5.x")
     ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from adapters.base import NotApplicable, Target, TargetError
-from adapters.registry import target_factory, target_profiles
+from adapters.registry import driver_hello, preflight, target_factory, target_profiles
 from spec.loader import Spec, SpecError, default_spec
 
 # ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
@@ -71,20 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
         kind, factory = target_factory(config.getoption("--rmq-target"))
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if kind == "grpc":
-        from adapters.grpc import probe
-
-        try:
-            probe(config.getoption("--rmq-target").removeprefix("grpc://"))
-        except TargetError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    if kind == "container":
-        from adapters.container import engine_error
-
-        error = engine_error(config.getoption("--rmq-target").removeprefix("container:"))
-        if error:
-            raise pytest.UsageError(error)
     try:
+        preflight(kind, config.getoption("--rmq-target"))
         profiles = target_profiles(kind, config.getoption("--rmq-target"))
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -112,13 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _virtual_clock(kind: str, spec: str) -> bool:
     """Targets on a virtual clock run the full Hypothesis profile; wall-clock ones a few examples."""
-    if kind == "reference":
-        return True
-    if kind == "driver":
-        from adapters.driver import driver_process
-
-        return driver_process(spec[len("driver:"):].strip()).hello.get("clock") == "virtual"
-    return False
+    return kind == "reference" or (kind == "driver" and driver_hello(spec).get("clock") == "virtual")
 
 
 @dataclasses.dataclass
@@ -137,6 +119,7 @@ class RunState:
     expectations: Any = None  # reports.expectations.ExpectationFile
     runs_reference: bool = False
     summary: dict[str, Any] | None = None
+    gate: Any = None  # reports.expectations.GateResult, when the run has expectations
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -254,10 +237,9 @@ def _runs_reference(kind: str, spec: str) -> bool:
     if kind == "reference":
         return True
     if kind == "driver":
-        from adapters.driver import driver_process
         from reference_impl import VERSION
 
-        hello = driver_process(spec[len("driver:"):].strip()).hello
+        hello = driver_hello(spec)
         return hello.get("implementation") == "rocketmq-conformance reference" and hello.get("version") == VERSION
     return False
 
@@ -370,10 +352,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.expectations is not None:
         from reports.expectations import gate
 
-        verdict = gate(summary, state.expectations)
-        summary["gate"] = verdict.as_json()
+        state.gate = gate(summary, state.expectations)
+        summary["gate"] = state.gate.as_json()
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = pytest.ExitCode.OK if verdict.passed else pytest.ExitCode.TESTS_FAILED
+            session.exitstatus = pytest.ExitCode.OK if state.gate.passed else pytest.ExitCode.TESTS_FAILED
     out = session.config.getoption("--rmq-out")
     if out:
         from spark_checks.eventlog import write_parquet
@@ -394,12 +376,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("rocketmq-conformance")
     for line in format_summary(summary):
         terminalreporter.write_line(line)
-    if "gate" in summary:
-        from reports.expectations import GateResult
-
-        gate = GateResult(summary["gate"]["expectations"], **{k: summary["gate"][k] for k in (
-            "expected_failures", "unexpected_failures", "unexpected_passes", "intermittent", "not_observed")})
-        for line in gate.lines():
+    if state.gate is not None:
+        for line in state.gate.lines():
             terminalreporter.write_line(line)
     out = config.getoption("--rmq-out")
     if out:
