@@ -1,6 +1,7 @@
 """Spark checks against the same checks in DuckDB, over the same simulated Parquet log.
 
-Prints rows per second for both engines, the ratio Spark / DuckDB (target on this 2-core machine:
+Runs both engines --runs times (the first run in a new JVM is cold, the later ones warm) and prints
+rows per second for both, the ratio Spark / DuckDB per run (target on this 2-core machine:
 at most 3), whether verdicts and counts are identical, and the Spark driver JVM's peak resident
 memory. Usage: ``python bench/spark_bench.py [--events N] [--driver-memory 2g] [--keep PATH]``.
 """
@@ -32,12 +33,33 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _agree(spark_check: dict, peer: dict) -> tuple[bool, str]:
+    """Whether DuckDB's outputs for a check equal Spark's: verdict, counts, how many counterexamples, and the
+    per-attempt retry statistics (percentiles to 1e-9 relative: both interpolate in floating point)."""
+    mine = {k: v for k, v in spark_check["counts"].items() if k != "allowed"}
+    theirs = {k: v for k, v in peer.items() if k not in ("verdict", "counterexamples", "per_attempt")}
+    if mine != theirs or spark_check["verdict"] != peer["verdict"]:
+        return False, f"counts {theirs}, verdict {peer['verdict']}"
+    if len(spark_check["counterexamples"]) != peer["counterexamples"]:
+        return False, f"{peer['counterexamples']} counterexamples"
+    if "per_attempt" in peer:
+        ours = [(p["attempt"], p["count"], p["p50_ms"], p["p99_ms"]) for p in spark_check["detail"]["per_attempt"]]
+        peers = [(p["attempt"], p["count"], p["p50_ms"], p["p99_ms"]) for p in peer["per_attempt"]]
+        close = len(ours) == len(peers) and all(
+            a[:2] == b[:2] and all(abs(x - y) <= 1e-9 * max(1.0, abs(x)) for x, y in zip(a[2:], b[2:]))
+            for a, b in zip(ours, peers))
+        if not close:
+            return False, "per-attempt statistics"
+    return True, ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--keep", default=None, help="use (or create) the log here instead of a temporary folder")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--runs", type=int, default=2, help="runs of both engines; the first is cold, the rest warm")
     parser.add_argument("--skip-duckdb", action="store_true", help="only time Spark (for logs DuckDB would need too much memory for)")
     args = parser.parse_args()
     import duckdb
@@ -46,35 +68,45 @@ def main() -> int:
     if not any(folder.rglob("*.parquet")):
         sim = simulate(args.events, folder, seed=3, faults=FAULTS)
         print(f"simulated {sim['events']:,} events in {sim['seconds']} s ({sim['events'] / sim['seconds']:,.0f} events/s)")
+    started = time.perf_counter()
     spark = spark_session(args.master, args.driver_memory)
+    print(f"Spark session started in {time.perf_counter() - started:.1f} s (not counted below, nor DuckDB's connect)")
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    started = time.perf_counter()
-    spark_result = run_checks(spark, str(folder))
-    spark_s = time.perf_counter() - started
+    con = None if args.skip_duckdb else duckdb.connect()
+    if con is not None:
+        con.execute("SET threads = 2")
+    spark_s, duck_s = [], []
+    for run in range(args.runs):  # run 0 is cold (a new JVM compiles as it goes); later runs are warm
+        started = time.perf_counter()
+        spark_result = run_checks(spark, str(folder))
+        spark_s.append(time.perf_counter() - started)
+        if con is not None:
+            started = time.perf_counter()
+            duck = run_duckdb_checks(con, str(folder), spark_result["profile"])
+            duck_s.append(time.perf_counter() - started)
     rows = spark_result["rows"]
-    if args.skip_duckdb:
-        print(f"rows {rows:,}: spark {spark_s:.1f} s = {rows / spark_s:,.0f} rows/s; verdicts "
-              f"{ {c['name']: c['verdict'] for c in spark_result['checks']} }; Spark driver peak RSS "
-              f"{peak_rss_mb(jvm_pid):,.0f} MB (spark.driver.memory {args.driver_memory})")
+    verdicts = {c["name"]: c["verdict"] for c in spark_result["checks"]}
+    for run, seconds in enumerate(spark_s):
+        label = "cold" if run == 0 else "warm"
+        line = f"run {run} ({label}): rows {rows:,}: spark {seconds:.1f} s = {rows / seconds:,.0f} rows/s"
+        if duck_s:
+            line += (f"; duckdb {duck_s[run]:.1f} s = {rows / duck_s[run]:,.0f} rows/s; "
+                     f"ratio spark/duckdb {seconds / duck_s[run]:.2f} (target <= 3)")
+        print(line)
+    if con is None:
+        print(f"verdicts {verdicts}; Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB "
+              f"(spark.driver.memory {args.driver_memory})")
         return 0
-    con = duckdb.connect()
-    con.execute("SET threads = 2")
-    started = time.perf_counter()
-    duck = run_duckdb_checks(con, str(folder), spark_result["profile"])
-    duck_s = time.perf_counter() - started
     same = True
     for c in spark_result["checks"]:
-        peer = duck[c["name"]]
-        mine = {k: v for k, v in c["counts"].items() if k != "allowed"}
-        theirs = {k: v for k, v in peer.items() if k not in ("verdict",)}
-        agree = mine == theirs and c["verdict"] == peer["verdict"]
+        peer = dict(duck[c["name"]])
+        agree, why = _agree(c, peer)
         same &= agree
-        print(f"  {c['name']:<18} spark {c['verdict']:<5} {mine}  duckdb {peer['verdict']:<5} {theirs}"
-              f"{'' if agree else '   <-- DIFFERENT'}")
-    print(f"\nrows {rows:,}: spark {spark_s:.1f} s = {rows / spark_s:,.0f} rows/s; duckdb {duck_s:.1f} s = "
-          f"{rows / duck_s:,.0f} rows/s; ratio spark/duckdb {spark_s / duck_s:.2f} (target <= 3)")
-    print(f"verdicts and counts identical: {same}; Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB "
-          f"(spark.driver.memory {args.driver_memory})")
+        mine = {k: v for k, v in c["counts"].items() if k != "allowed"}
+        print(f"  {c['name']:<18} spark {c['verdict']:<5} {mine} ({len(c['counterexamples'])} examples)  duckdb "
+              f"{peer['verdict']:<5} ({peer['counterexamples']} examples){'' if agree else '   <-- DIFFERENT: ' + why}")
+    print(f"verdicts, counts, counterexamples and per-attempt count / p50 / p99 identical: {same}; "
+          f"Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB (spark.driver.memory {args.driver_memory})")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0 if same else 1

@@ -59,8 +59,12 @@ def test_each_fault_fails_exactly_its_check(spark, tmp_path, fault):
     meant = FAULT_CHECK[fault]
     assert failing == [meant], f"{fault}: failing {failing}, meant {meant}"
     assert verdicts[meant]["counts"][FAULT_COUNT[meant]] == 3
-    assert verdicts[meant]["counterexamples"] and all(r.get("msg_id") or r.get("key")
-                                                      for r in verdicts[meant]["counterexamples"])
+    examples = verdicts[meant]["counterexamples"]
+    log = pq.read_table(tmp_path, columns=["msg_id", "key", "group"])
+    names = {c: set(log[c].to_pylist()) - {None} for c in ("msg_id", "key", "group")}
+    assert examples and all((r.get("msg_id") or r.get("key")) for r in examples), examples
+    for column in ("msg_id", "key", "group"):  # the names looked up for the hashed identities are the log's own
+        assert all(r[column] in names[column] for r in examples if column in r), (column, examples)
 
 
 def _write(path: Path, table: pa.Table) -> None:
