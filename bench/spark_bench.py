@@ -62,7 +62,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2, help="runs of both engines; the first is cold, the rest warm")
     parser.add_argument("--skip-duckdb", action="store_true", help="only time Spark (for logs DuckDB would need too much memory for)")
     args = parser.parse_args()
-    import duckdb
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="rmqc-bench-"))
     if not any(folder.rglob("*.parquet")):
@@ -72,8 +73,11 @@ def main() -> int:
     spark = spark_session(args.master, args.driver_memory)
     print(f"Spark session started in {time.perf_counter() - started:.1f} s (not counted below, nor DuckDB's connect)")
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    con = None if args.skip_duckdb else duckdb.connect()
-    if con is not None:
+    con = None
+    if not args.skip_duckdb:
+        import duckdb
+
+        con = duckdb.connect()
         con.execute("SET threads = 2")
     spark_s, duck_s = [], []
     for run in range(args.runs):  # run 0 is cold (a new JVM compiles as it goes); later runs are warm
@@ -85,7 +89,6 @@ def main() -> int:
             duck = run_duckdb_checks(con, str(folder), spark_result["profile"])
             duck_s.append(time.perf_counter() - started)
     rows = spark_result["rows"]
-    verdicts = {c["name"]: c["verdict"] for c in spark_result["checks"]}
     for run, seconds in enumerate(spark_s):
         label = "cold" if run == 0 else "warm"
         line = f"run {run} ({label}): rows {rows:,}: spark {seconds:.1f} s = {rows / seconds:,.0f} rows/s"
@@ -93,20 +96,20 @@ def main() -> int:
             line += (f"; duckdb {duck_s[run]:.1f} s = {rows / duck_s[run]:,.0f} rows/s; "
                      f"ratio spark/duckdb {seconds / duck_s[run]:.2f} (target <= 3)")
         print(line)
-    if con is None:
-        print(f"verdicts {verdicts}; Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB "
-              f"(spark.driver.memory {args.driver_memory})")
-        return 0
     same = True
     for c in spark_result["checks"]:
-        peer = dict(duck[c["name"]])
-        agree, why = _agree(c, peer)
-        same &= agree
         mine = {k: v for k, v in c["counts"].items() if k != "allowed"}
-        print(f"  {c['name']:<18} spark {c['verdict']:<5} {mine} ({len(c['counterexamples'])} examples)  duckdb "
-              f"{peer['verdict']:<5} ({peer['counterexamples']} examples){'' if agree else '   <-- DIFFERENT: ' + why}")
-    print(f"verdicts, counts, counterexamples and per-attempt count / p50 / p99 identical: {same}; "
-          f"Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB (spark.driver.memory {args.driver_memory})")
+        line = f"  {c['name']:<18} spark {c['verdict']:<5} {mine} ({len(c['counterexamples'])} examples)"
+        if con is not None:
+            peer = dict(duck[c["name"]])
+            agree, why = _agree(c, peer)
+            same &= agree
+            line += (f"  duckdb {peer['verdict']:<5} ({peer['counterexamples']} examples)"
+                     f"{'' if agree else '   <-- DIFFERENT: ' + why}")
+        print(line)
+    if con is not None:
+        print(f"verdicts, counts, counterexamples and per-attempt count / p50 / p99 identical: {same}")
+    print(f"Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB (spark.driver.memory {args.driver_memory})")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0 if same else 1
