@@ -33,9 +33,9 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
     one = lambda sql: con.execute(sql).fetchone()  # noqa: E731
     examples: dict[str, int] = {}
 
-    def violations(name: str, table: str, order: str) -> int:
-        """Count the rows of a temp table of violations and fetch the first ones, as the Spark check does."""
-        examples[name] = len(con.execute(f"SELECT * FROM {table} ORDER BY {order} LIMIT {COUNTEREXAMPLES}").fetchall())
+    def violations(name: str, table: str) -> int:
+        """Count the rows of a temp table of violations and fetch the first ones (by name), as the Spark check does."""
+        examples[name] = len(con.execute(f"SELECT * FROM {table} ORDER BY ALL LIMIT {COUNTEREXAMPLES}").fetchall())
         return one(f"SELECT count(*) FROM {table}")[0]
 
     out: dict[str, dict[str, Any]] = {}
@@ -45,14 +45,14 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         got AS (SELECT DISTINCT run_id, msg_id, "group" FROM v WHERE kind = 'DELIVER')
         SELECT * FROM (SELECT s.run_id, s.msg_id, s.topic, subs."group" FROM s JOIN subs USING (run_id, topic)) e
         ANTI JOIN got USING (run_id, msg_id, "group")""")
-    out["no_loss"] = {"lost": violations("no_loss", "missing", "ALL")}
+    out["no_loss"] = {"lost": violations("no_loss", "missing")}
     con.execute("""CREATE OR REPLACE TEMP TABLE dup AS SELECT run_id, "group", msg_id, attempt, count(*) AS n FROM v
         WHERE kind = 'DELIVER' GROUP BY ALL HAVING count(*) > 1""")
-    violations("duplicates", "dup", "ALL")
+    violations("duplicates", "dup")
     out["duplicates"] = {"duplicate_deliveries": int(one("SELECT coalesce(sum(n - 1), 0) FROM dup")[0])}
     con.execute("""CREATE OR REPLACE TEMP TABLE dup_apply AS SELECT run_id, "group", key, count(*) AS n FROM v
         WHERE kind = 'APPLY' GROUP BY ALL HAVING count(*) > 1""")
-    violations("exactly_once", "dup_apply", "ALL")
+    violations("exactly_once", "dup_apply")
     out["exactly_once"] = {"extra_applies": int(one("SELECT coalesce(sum(n - 1), 0) FROM dup_apply")[0])}
     con.execute("""CREATE OR REPLACE TEMP TABLE disorder AS WITH per AS (SELECT run_id, "group", message_group, msg_id,
             min(CASE WHEN kind = 'DELIVER' THEN ts_ms END) AS first, max(ts_ms) AS done
@@ -63,7 +63,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
               WINDOW w AS (PARTITION BY run_id, "group", message_group ORDER BY producer_seq))
         SELECT run_id, "group", message_group, prev_msg, msg_id, prev_done, first FROM p
         WHERE prev_first IS NOT NULL AND (first < prev_first OR first < prev_done)""")
-    out["order"] = {"violations": violations("order", "disorder", "ALL")}
+    out["order"] = {"violations": violations("order", "disorder")}
     con.execute("""CREATE OR REPLACE TEMP TABLE waits AS WITH d AS (SELECT run_id, "group", msg_id, attempt, ts_ms,
             expected_delay_ms, lag(ts_ms) OVER w AS prev_ts, lag(attempt) OVER w AS prev_attempt FROM v WHERE kind = 'DELIVER'
             WINDOW w AS (PARTITION BY run_id, "group", msg_id ORDER BY attempt, ts_ms))
@@ -75,7 +75,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
             count(*) FILTER (WHERE abs(gap - expected) > {band} AND abs(gap - expected) <= 2 * {band})
         FROM waits GROUP BY attempt ORDER BY attempt""").fetchall()
     con.execute(f"CREATE OR REPLACE TEMP TABLE off_waits AS SELECT * FROM waits WHERE abs(gap - expected) > 2 * {band}")
-    violations("retry_intervals", "off_waits", "ALL")
+    violations("retry_intervals", "off_waits")
     out["retry_intervals"] = {"intervals": sum(r[1] for r in per_attempt), "out_of_tolerance": sum(r[4] for r in per_attempt),
                               "noise_band": sum(r[5] for r in per_attempt),
                               "per_attempt": [{"attempt": r[0], "count": r[1], "p50_ms": r[2], "p99_ms": r[3]}
@@ -88,9 +88,9 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
     con.execute(f"""CREATE OR REPLACE TEMP TABLE bad_dlq AS SELECT * FROM lives WHERE (dlq_ts IS NULL OR last_delivery <= dlq_ts) AND
         ((dlq_ts IS NOT NULL AND deliveries != {t.max_deliveries}) OR
          (dlq_ts IS NULL AND deliveries >= {t.max_deliveries} AND successes = 0))""")
-    out["dlq_at_max"] = {"violations": violations("dlq_at_max", "bad_dlq", "ALL"), "max_deliveries": t.max_deliveries}
+    out["dlq_at_max"] = {"violations": violations("dlq_at_max", "bad_dlq"), "max_deliveries": t.max_deliveries}
     con.execute("CREATE OR REPLACE TEMP TABLE after_dlq AS SELECT * FROM lives WHERE dlq_ts IS NOT NULL AND last_delivery > dlq_ts")
-    out["nothing_after_dlq"] = {"violations": violations("nothing_after_dlq", "after_dlq", "ALL")}
+    out["nothing_after_dlq"] = {"violations": violations("nothing_after_dlq", "after_dlq")}
     con.execute(f"""CREATE OR REPLACE TEMP TABLE delays AS WITH s AS (SELECT run_id, msg_id, ts_ms AS sent,
             least(delay_level, {len(t.delay_levels_ms)}) AS delay_level FROM v WHERE kind = 'SEND_OK' AND delay_level > 0),
         f AS (SELECT run_id, msg_id, "group", min(ts_ms) AS first FROM v WHERE kind = 'DELIVER' AND attempt = 1 GROUP BY ALL)
@@ -98,7 +98,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         FROM s JOIN levels USING (delay_level) JOIN f USING (run_id, msg_id)""")
     con.execute(f"CREATE OR REPLACE TEMP TABLE late AS SELECT * FROM delays WHERE abs(late_by) > delay_ms * {rel} + {ab}")
     out["delay_accuracy"] = {"delayed_deliveries": one("SELECT count(*) FROM delays")[0],
-                             "off": violations("delay_accuracy", "late", "ALL")}
+                             "off": violations("delay_accuracy", "late")}
     for name, counts in out.items():
         key = {**FAULT_COUNT, "delay_accuracy": "off"}[name]
         noisy_band = counts.get("noise_band", 0)

@@ -24,11 +24,6 @@ def spark_session(master: str = "local[2]", driver_memory: str | None = None, ap
         builder = builder.config("spark.driver.memory", driver_memory)
     _SESSION = builder.getOrCreate()
     _SESSION.sparkContext.setLogLevel("ERROR")
-    # A new JVM's first query loads and compiles the SQL engine's own classes (about 3 s here, whatever the
-    # input): the session counts as started once that is done, so check times are the checks' own.
-    from pyspark.sql import functions as F
-
-    _SESSION.range(4).groupBy((F.col("id") % 2).alias("x")).count().collect()
     return _SESSION
 
 
