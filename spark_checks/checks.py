@@ -79,16 +79,16 @@ def _is(*kinds: str):
 
 
 def _problem(kind_code, ts, msg_id, attempt):
-    """The first schema invariant (of PROBLEMS) a row breaks, or null: the quarantine's reason column."""
+    """The first schema invariant a row breaks, as its 1-based place in PROBLEMS, or 0."""
     from pyspark.sql import functions as F
 
     message_codes = [KIND_CODE[k] for k in MESSAGE_KINDS]
     tests = (kind_code == 0, ts.isNull(), kind_code.isin(*message_codes) & msg_id.isNull(),
              attempt.isNotNull() & (attempt < 1))
-    reason = F.when(tests[0], F.lit(PROBLEMS[0]))
-    for test, name in zip(tests[1:], PROBLEMS[1:]):
-        reason = reason.when(test, F.lit(name))
-    return reason
+    code = F.when(tests[0], F.lit(1))
+    for i, test in enumerate(tests[1:], start=2):
+        code = code.when(test, F.lit(i))
+    return code.otherwise(F.lit(0)).cast("byte")
 
 
 def _identity_hashes(apply):
@@ -145,14 +145,16 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
                            F.lit(0)).cast("byte")
     problem = _problem(kind_code, F.col("ts_ms"), F.col("msg_id"), F.col("attempt"))
     observed = Observation("input")
-    metrics = [F.count(F.lit(1)).alias("rows")] + [F.count(F.when(F.col("_problem") == name, 1)).alias(f"p{i}")
-                                                   for i, name in enumerate(PROBLEMS)]
+    metrics = [F.count(F.lit(1)).alias("rows")] + [F.count(F.when(F.col("_problem") == i + 1, 1)).alias(f"p{i}")
+                                                   for i in range(len(PROBLEMS))]
     if has_profile:
         metrics.append(F.min("profile").alias("profile"))
     scanned = raw.withColumn("k", kind_code).withColumn("_problem", problem).observe(observed, *metrics)
     ids = _identity_hashes(F.col("k") == KIND_CODE["APPLY"])
     partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
-    events = (scanned.filter(F.col("_problem").isNull() & _is(*CHECKED_KINDS))
+    # the topic is read from sends and deliveries, the message group from deliveries and DLQs
+    ids["t"], ids["mg"] = F.when(_is("SEND_OK", "DELIVER"), ids["t"]), F.when(_is("DELIVER", "DLQ"), ids["mg"])
+    events = (scanned.filter((F.col("_problem") == 0) & _is(*CHECKED_KINDS))
               .select("k", "ts_ms", *[ids[c].alias(c) for c in ("m", "m2", "g", "t", "mg")],
                       F.col("producer_seq").alias("seq"), F.col("attempt").cast("int").alias("attempt"),
                       F.col("delay_level").cast("int").alias("delay_level"), "expected_delay_ms")
@@ -170,7 +172,8 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     if total == 0:
         raise CheckInputError(f"{path}: the event log is empty; an empty log is not a pass")
     if bad and quarantine_dir is not None:
-        raw.withColumn("_problem", problem).filter(F.col("_problem").isNotNull()) \
+        reason = F.element_at(F.array(*[F.lit(name) for name in PROBLEMS]), problem.cast("int"))
+        raw.filter(problem > 0).withColumn("_problem", reason) \
             .write.mode("overwrite").parquet(str(quarantine_dir))
     if total == bad:
         raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
@@ -231,12 +234,26 @@ def _first(df, order: list[str], ids: dict[str, str], columns: list[str], found:
     return Examples(rows, ids, columns)
 
 
+def _violations(df, order: list[str], ids: dict[str, str], columns: list[str], count=None,
+                shown: Callable[[Any], Any] | None = None) -> tuple[int, Examples]:
+    """How many violations ``df`` holds (its rows, or the sum of ``count`` over them) and the first
+    COUNTEREXAMPLES in a fixed (hash) order, in one query: the count is observed on the way to the ordered
+    limit. ``shown`` turns the counted rows into the rows shown, when they differ."""
+    from pyspark.sql import Observation, functions as F
+
+    seen = Observation()
+    counted = df.observe(seen, (F.count(F.lit(1)) if count is None else F.sum(count)).alias("n"))
+    rows = (shown(counted) if shown else counted).select(*order).orderBy(*order).limit(COUNTEREXAMPLES).collect()
+    return int(seen.get["n"] or 0), Examples([r.asDict() for r in rows], ids, columns)
+
+
 def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, str]]:
     """{(kind, hash or (hash, hash2)): (a, b)} for every identity the counterexamples hold (a, b as in NAMED).
 
-    Messages and keys are looked up in one filtered read of the input, which keeps only their own rows. A
-    group, topic or message group is named by the rows of one message delivered with it, picked from the
-    cache, so that read stays small. Nothing is read when there are no counterexamples."""
+    Messages and keys are looked up in one filtered read of the input's sends, deliveries and APPLYs, which
+    keeps only their own rows. A group, topic or message group is named by the rows of one message delivered
+    with it, picked from the cache, so that read stays small. Nothing is read when there are no
+    counterexamples."""
     from pyspark.sql import functions as F
 
     wanted: dict[str, set] = {kind: set() for kind in NAMED}
@@ -258,8 +275,10 @@ def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str,
     for kind, applies in (("msg", ~apply), ("key", apply)):
         if wanted[kind]:
             hit = hit | (applies & ids["m"].isin(sorted({m for m, _ in wanted[kind]})))
-    rows = (raw.filter(hit).select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key",
-                                   "group", "topic", "message_group").distinct().collect())
+    # a message is named by its send or a delivery, a key by an APPLY: other rows are not hashed at all
+    rows = (raw.filter(F.col("kind").isin("SEND_OK", "DELIVER", "APPLY") & hit)
+            .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
+                    "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
     for r in rows:
         kind = "key" if r["apply"] else "msg"
@@ -323,11 +342,9 @@ def check_no_loss(e, ctx) -> CheckResult:
     delivered = lives(e, ctx).filter(F.col("deliveries") > 0)
     subscribed = delivered.select("t", "g").distinct()
     expected = sends(e).select("m", "m2", "t").distinct().join(F.broadcast(subscribed), "t")
-    missing = expected.join(delivered.select("m", "m2", "g"), ["m", "m2", "g"], "left_anti").cache()
-    n = missing.count()
-    ex = _first(missing, ["m", "m2", "g", "t"], {"m": "msg", "g": "g", "t": "t"},
-                ["run_id", "msg_id", "topic", "group"], n)
-    missing.unpersist()
+    missing = expected.join(delivered.select("m", "m2", "g"), ["m", "m2", "g"], "left_anti")
+    n, ex = _violations(missing, ["m", "m2", "g", "t"], {"m": "msg", "g": "g", "t": "t"},
+                        ["run_id", "msg_id", "topic", "group"])
     return CheckResult("no_loss", _verdict(n), ["RETRY-CONC-03", "RETRY-5X-06"], {"lost": n}, ex)
 
 
@@ -335,25 +352,24 @@ def check_duplicates(e, ctx) -> CheckResult:
     """Deliveries of the same attempt of a message to a group more than once (at-least-once allows some)."""
     from pyspark.sql import functions as F
 
+    # a delivery with the attempt of the one before it: n deliveries of one attempt give n - 1
     again = redeliveries(e, ctx).filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")))
-    extra = again.count()  # a delivery with the attempt of the one before it: n deliveries of one attempt give n - 1
-    dup = again.groupBy("m", "m2", "g", "attempt").agg((F.count("*") + 1).alias("n"))
+    extra, ex = _violations(again, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP,
+                            ["run_id", "group", "msg_id", "attempt", "n"],
+                            shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg((F.count("*") + 1).alias("n")))
     verdict = "pass" if extra <= ctx["allow_duplicates"] else "fail"
     return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04"],
-                       {"duplicate_deliveries": int(extra), "allowed": ctx["allow_duplicates"]},
-                       _first(dup, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP,
-                              ["run_id", "group", "msg_id", "attempt", "n"], extra))
+                       {"duplicate_deliveries": extra, "allowed": ctx["allow_duplicates"]}, ex)
 
 
 def check_exactly_once(e, ctx) -> CheckResult:
     """APPLY once per key per group (the idempotent consumer of seed 004)."""
     from pyspark.sql import functions as F
 
-    dup = e.filter(_is("APPLY")).groupBy("m", "m2", "g").agg(F.count("*").alias("n")).filter(F.col("n") > 1).cache()
-    extra = dup.agg(F.sum(F.col("n") - 1)).first()[0] or 0
-    ex = _first(dup, ["m", "m2", "g", "n"], {"m": "key", "g": "g"}, ["run_id", "group", "key", "n"], extra)
-    dup.unpersist()
-    return CheckResult("exactly_once", _verdict(int(extra)), ["CLAIM-05"], {"extra_applies": int(extra)}, ex)
+    dup = e.filter(_is("APPLY")).groupBy("m", "m2", "g").agg(F.count("*").alias("n")).filter(F.col("n") > 1)
+    extra, ex = _violations(dup, ["m", "m2", "g", "n"], {"m": "key", "g": "g"}, ["run_id", "group", "key", "n"],
+                            F.col("n") - 1)
+    return CheckResult("exactly_once", _verdict(extra), ["CLAIM-05"], {"extra_applies": extra}, ex)
 
 
 def check_order(e, ctx) -> CheckResult:
@@ -368,12 +384,10 @@ def check_order(e, ctx) -> CheckResult:
              .withColumn("prev_first", F.lag("first").over(w)).withColumn("prev_done", F.lag("done").over(w))
              .withColumn("prev", F.lag("m").over(w)).withColumn("prev2", F.lag("m2").over(w)))
     bad = pairs.filter(F.col("prev_first").isNotNull() & ((F.col("first") < F.col("prev_first")) |
-                                                          (F.col("first") < F.col("prev_done")))).cache()
-    n = bad.count()
-    ex = _first(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
-                {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
-                ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"], n)
-    bad.unpersist()
+                                                          (F.col("first") < F.col("prev_done"))))
+    n, ex = _violations(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
+                        {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
+                        ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"])
     return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"], {"violations": n}, ex)
 
 
@@ -422,10 +436,9 @@ def check_nothing_after_dlq(e, ctx) -> CheckResult:
     from pyspark.sql import functions as F
 
     bad = lives(e, ctx).filter(F.col("dlq_ts").isNotNull() & (F.col("last_delivery") > F.col("dlq_ts")))
-    n = bad.count()
-    return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n},
-                       _first(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
-                              ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"], n))
+    n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
+                        ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
+    return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n}, ex)
 
 
 def check_dlq(e, ctx) -> CheckResult:
@@ -438,16 +451,15 @@ def check_dlq(e, ctx) -> CheckResult:
               .when(F.col("dlq_ts").isNull() & (F.col("deliveries") >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
     bad = per.withColumn("reason", reason).filter(F.col("reason").isNotNull())
-    n = bad.count()
+    n, ex = _violations(bad, ["m", "m2", "g", "deliveries", "dlq_ts", "last_delivery", "reason"], MSG_AND_GROUP,
+                        ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
-                       {"violations": n, "max_deliveries": max_d},
-                       _first(bad, ["m", "m2", "g", "deliveries", "dlq_ts", "last_delivery", "reason"], MSG_AND_GROUP,
-                              ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"], n))
+                       {"violations": n, "max_deliveries": max_d}, ex)
 
 
 def check_delay_accuracy(e, ctx) -> CheckResult:
     """A delayed message's first delivery comes its level's delay after the send (DELAY-01, DELAY-06)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import Observation, functions as F
 
     t = timing(ctx["profile"])
     levels = ctx["spark"].createDataFrame([(i + 1, d) for i, d in enumerate(t.delay_levels_ms)], "delay_level int, delay_ms long")
@@ -458,14 +470,14 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
              .select("m", "m2", "g", F.col("first_attempt_1").alias("first")))
     tol = ctx["tolerance"]
     d = (delayed.join(F.broadcast(levels), "delay_level").join(first, ["m", "m2"])
-         .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms"))
-         .withColumn("off", F.abs("late_by") > F.col("delay_ms") * tol.relative + tol.absolute_ms))
-    counts = d.agg(F.count("*").alias("total"), F.count(F.when(F.col("off"), 1)).alias("off")).first()
-    return CheckResult("delay_accuracy", _verdict(counts["off"]), ["DELAY-01", "DELAY-05", "DELAY-06"],
-                       {"delayed_deliveries": counts["total"], "off": counts["off"]},
-                       _first(d.filter(F.col("off")), ["m", "m2", "g", "delay_level", "sent", "first", "late_by"],
-                              MSG_AND_GROUP, ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"],
-                              counts["off"]))
+         .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
+    total = Observation()
+    off = d.observe(total, F.count(F.lit(1)).alias("n")).filter(
+        F.abs("late_by") > F.col("delay_ms") * tol.relative + tol.absolute_ms)
+    n, ex = _violations(off, ["m", "m2", "g", "delay_level", "sent", "first", "late_by"], MSG_AND_GROUP,
+                        ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
+    return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06"],
+                       {"delayed_deliveries": int(total.get["n"] or 0), "off": n}, ex)
 
 
 CHECKS: dict[str, Callable] = {
