@@ -151,9 +151,9 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
         metrics.append(F.min("profile").alias("profile"))
     scanned = raw.withColumn("k", kind_code).withColumn("_problem", problem).observe(observed, *metrics)
     ids = _identity_hashes(F.col("k") == KIND_CODE["APPLY"])
-    partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
     # the topic is read from sends and deliveries, the message group from deliveries and DLQs
     ids["t"], ids["mg"] = F.when(_is("SEND_OK", "DELIVER"), ids["t"]), F.when(_is("DELIVER", "DLQ"), ids["mg"])
+    partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
     events = (scanned.filter((F.col("_problem") == 0) & _is(*CHECKED_KINDS))
               .select("k", "ts_ms", *[ids[c].alias(c) for c in ("m", "m2", "g", "t", "mg")],
                       F.col("producer_seq").alias("seq"), F.col("attempt").cast("int").alias("attempt"),
@@ -227,10 +227,9 @@ class Examples:
         return out
 
 
-def _first(df, order: list[str], ids: dict[str, str], columns: list[str], found: int) -> Examples:
-    """The first COUNTEREXAMPLES rows in a fixed (hash) order, so every master gives the same ones (no query
-    when the check found none)."""
-    rows = [r.asDict() for r in df.select(*order).orderBy(*order).limit(COUNTEREXAMPLES).collect()] if found else []
+def _first(df, order: list[str], ids: dict[str, str], columns: list[str]) -> Examples:
+    """The first COUNTEREXAMPLES rows in a fixed (hash) order, so every master gives the same ones."""
+    rows = [r.asDict() for r in df.select(*order).orderBy(*order).limit(COUNTEREXAMPLES).collect()]
     return Examples(rows, ids, columns)
 
 
@@ -243,8 +242,8 @@ def _violations(df, order: list[str], ids: dict[str, str], columns: list[str], c
 
     seen = Observation()
     counted = df.observe(seen, (F.count(F.lit(1)) if count is None else F.sum(count)).alias("n"))
-    rows = (shown(counted) if shown else counted).select(*order).orderBy(*order).limit(COUNTEREXAMPLES).collect()
-    return int(seen.get["n"] or 0), Examples([r.asDict() for r in rows], ids, columns)
+    examples = _first(shown(counted) if shown else counted, order, ids, columns)
+    return int(seen.get["n"] or 0), examples
 
 
 def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, str]]:
@@ -423,8 +422,10 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                             "noisy": r["noisy"]})
     n_outside = sum(p["outside"] for p in per_attempt)
     noisy = sum(p["noisy"] for p in per_attempt)
-    examples = _first(d.filter(outside(iv, ex)), ["m", "m2", "g", "attempt", "interval", "expected"],
-                      MSG_AND_GROUP, ["run_id", "group", "msg_id", "attempt", "interval", "expected"], n_outside)
+    # the count is known from the statistics: the examples are read only when there are some
+    examples = (_first(d.filter(outside(iv, ex)), ["m", "m2", "g", "attempt", "interval", "expected"],
+                       MSG_AND_GROUP, ["run_id", "group", "msg_id", "attempt", "interval", "expected"])
+                if n_outside else Examples([], MSG_AND_GROUP, []))
     return CheckResult("retry_intervals", _verdict(n_outside, noisy), ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
                         "noise_band": noisy}, examples,
