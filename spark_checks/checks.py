@@ -249,33 +249,35 @@ def _violations(df, order: list[str], ids: dict[str, str], columns: list[str], c
 def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, str]]:
     """{(kind, hash or (hash, hash2)): (a, b)} for every identity the counterexamples hold (a, b as in NAMED).
 
-    Messages and keys are looked up in one filtered read of the input's sends, deliveries and APPLYs, which
-    keeps only their own rows. A group, topic or message group is named by the rows of one message delivered
-    with it, picked from the cache, so that read stays small. Nothing is read when there are no
-    counterexamples."""
+    One query of the cache finds, for each identity, the time of one row that names it: a send or delivery of
+    a message, an APPLY of a key, a delivery with a group, topic or message group. The input is read again
+    only at those times, so only the few rows there are hashed, and every identity they hold is named.
+    Nothing is read when there are no counterexamples."""
     from pyspark.sql import functions as F
 
     wanted: dict[str, set] = {kind: set() for kind in NAMED}
     for ex in examples:
         for kind, key in ex.identities():
             wanted[kind].add(key)
-    if not any(wanted.values()):
+    naming: list[tuple[Any, str]] = []  # (which cached rows name an identity of a kind, the identity's column)
+    for kind, kinds in (("msg", ("SEND_OK", "DELIVER")), ("key", ("APPLY",))):
+        if wanted[kind]:
+            hashes, hashes2 = (sorted(set(h)) for h in zip(*wanted[kind]))
+            naming.append((_is(*kinds) & F.col("m").isin(hashes) & F.col("m2").isin(hashes2), "m"))
+    naming += [(_is("DELIVER") & F.col(c).isin(sorted(wanted[c])), c) for c in ("g", "t", "mg") if wanted[c]]
+    if not naming:
         return {}
-    picks = [e.filter(_is("DELIVER") & F.col(c).isin(sorted(wanted[c]))).groupBy(c)
-             .agg(F.min(F.struct("m", "m2")).alias("r")).select("r.m", "r.m2") for c in ("g", "t", "mg") if wanted[c]]
-    if picks:
-        union = picks[0]
-        for more in picks[1:]:
-            union = union.unionByName(more)
-        wanted["msg"] |= {(r["m"], r["m2"]) for r in union.collect()}
+    named_by = F.explode(F.array(*[F.when(rows, F.struct(F.lit(i).alias("kind"), F.col(c).alias("id")))
+                                   for i, (rows, c) in enumerate(naming)]))
+    any_row = naming[0][0]
+    for rows, _ in naming[1:]:
+        any_row = any_row | rows
+    times = (e.filter(any_row).select("ts_ms", named_by.alias("identity")).filter(F.col("identity").isNotNull())
+             .groupBy("identity").agg(F.min("ts_ms").alias("ts_ms")).select("ts_ms").distinct().collect())
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
-    hit = F.lit(False)
-    for kind, applies in (("msg", ~apply), ("key", apply)):
-        if wanted[kind]:
-            hit = hit | (applies & ids["m"].isin(sorted({m for m, _ in wanted[kind]})))
-    # a message is named by its send or a delivery, a key by an APPLY: other rows are not hashed at all
-    rows = (raw.filter(F.col("kind").isin("SEND_OK", "DELIVER", "APPLY") & hit)
+    rows = (raw.filter(F.col("ts_ms").isin(sorted(r["ts_ms"] for r in times))
+                       & F.col("kind").isin("SEND_OK", "DELIVER", "APPLY") & F.col("msg_id").isNotNull())
             .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
                     "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
@@ -390,6 +392,14 @@ def check_order(e, ctx) -> CheckResult:
     return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"], {"violations": n}, ex)
 
 
+def _looked_up(table: tuple[int, ...] | list[int], place):
+    """``table[place - 1]`` as a literal lookup in the plan (null past its end): a profile's table needs no
+    DataFrame of its own, nor a join."""
+    from pyspark.sql import functions as F
+
+    return F.try_element_at(F.array(*[F.lit(v).cast("long") for v in table]), place)
+
+
 def check_retry_intervals(e, ctx) -> CheckResult:
     """The wait before each redelivery against the profile's table, per attempt: count, p50, p99 (exact,
     interpolated between the two nearest ranks), the KS distance to the documented value, and a verdict
@@ -398,10 +408,9 @@ def check_retry_intervals(e, ctx) -> CheckResult:
 
     t = timing(ctx["profile"])
     documented = {k + 2: w for k, w in enumerate(t.waits_ms)}
-    table = ctx["spark"].createDataFrame(list(documented.items()), "attempt int, table_ms long")
     tol = ctx["tolerance"]
-    d = (redeliveries(e, ctx).filter(F.col("attempt") == F.col("prev_attempt") + 1)
-         .join(F.broadcast(table), "attempt")
+    d = (redeliveries(e, ctx).filter((F.col("attempt") == F.col("prev_attempt") + 1) & (F.col("attempt") >= 2))
+         .withColumn("table_ms", _looked_up(t.waits_ms, F.col("attempt") - 1)).filter(F.col("table_ms").isNotNull())
          .withColumn("expected", F.coalesce("expected_delay_ms", "table_ms"))
          .withColumn("interval", F.col("ts_ms") - F.col("prev_ts")))
 
@@ -463,14 +472,13 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     from pyspark.sql import Observation, functions as F
 
     t = timing(ctx["profile"])
-    levels = ctx["spark"].createDataFrame([(i + 1, d) for i, d in enumerate(t.delay_levels_ms)], "delay_level int, delay_ms long")
     delayed = (sends(e).filter(F.col("delay_level") > 0)
                .select("m", "m2", F.col("ts_ms").alias("sent"),
                        F.least(F.col("delay_level"), F.lit(len(t.delay_levels_ms))).alias("delay_level")))
     first = (lives(e, ctx).filter(F.col("first_attempt_1").isNotNull())
              .select("m", "m2", "g", F.col("first_attempt_1").alias("first")))
     tol = ctx["tolerance"]
-    d = (delayed.join(F.broadcast(levels), "delay_level").join(first, ["m", "m2"])
+    d = (delayed.withColumn("delay_ms", _looked_up(t.delay_levels_ms, F.col("delay_level"))).join(first, ["m", "m2"])
          .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
     total = Observation()
     off = d.observe(total, F.count(F.lit(1)).alias("n")).filter(
