@@ -12,8 +12,9 @@ How the log is read, once for every check:
   cached. Every later aggregate, window and join keyed by message reads them in that order: no other
   shuffle of the events and no other sort of them (the plan streams them, ``replaceHashWithSortAgg``).
 - Only numbers are cached. The names in the counterexamples (at most ``COUNTEREXAMPLES`` a check) are
-  looked up afterwards in one filtered read of the input's identity columns, only when some check has
-  counterexamples. Nothing of the log is collected to the driver beyond those rows.
+  looked up afterwards, only when some check has counterexamples: the cache gives the time of a row that
+  carries each identity, and the input is read again only at those times. Nothing of the log is
+  collected to the driver beyond those rows.
 """
 from __future__ import annotations
 
