@@ -19,6 +19,8 @@ How the log is read, once for every check:
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -298,9 +300,11 @@ def _verdict(bad: int, noisy: int = 0) -> str:
 # ---- tables shared by the checks, built from the cache once per run ------------------------------
 
 def _cached(ctx, name: str, build: Callable[[], Any]):
-    if name not in ctx["tables"]:
-        ctx["tables"][name] = build().cache()
-    return ctx["tables"][name]
+    """The table ``name`` of this run, cached; built by the first check that asks (checks run concurrently)."""
+    with ctx["lock"]:
+        if name not in ctx["tables"]:
+            ctx["tables"][name] = build().cache()
+        return ctx["tables"][name]
 
 
 def sends(e):
@@ -505,6 +509,11 @@ FAULT_COUNT = {"no_loss": "lost", "duplicates": "duplicate_deliveries", "exactly
                "nothing_after_dlq": "violations"}
 
 
+CONCURRENCY = 2
+"""Checks run at once. While one query is planned and compiled on the driver, another's tasks use the
+cores, and the shared tables are built once for all of them."""
+
+
 @contextmanager
 def _tuned(spark) -> Iterator[None]:
     before = {k: spark.conf.get(k, None) for k in TUNING}
@@ -522,7 +531,8 @@ def _tuned(spark) -> Iterator[None]:
 
 def run_checks(spark, path: str, out: Path | None = None, profile: str | None = None,
                tolerance: Tolerance | None = None, allow_duplicates: int = 0,
-               checks: tuple[str, ...] | None = None) -> dict[str, Any]:
+               checks: tuple[str, ...] | None = None, concurrency: int = CONCURRENCY) -> dict[str, Any]:
+    """Load the log once, run the checks over it (``concurrency`` at a time), name their counterexamples."""
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
@@ -532,11 +542,13 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         loaded = load(spark, path, (out / "quarantine") if out else None)
         profile = profile or loaded.profile or "grpc-5.x"
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
-               "allow_duplicates": allow_duplicates, "tables": {}}
+               "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
         try:
             if profile not in ("remoting-4.x", "grpc-5.x"):
                 raise CheckInputError(f"profile {profile!r} (named by the log): the checks know remoting-4.x and grpc-5.x")
-            results = [fn(loaded.events, ctx) for name, fn in CHECKS.items() if checks is None or name in checks]
+            chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
+            with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:
+                results = list(pool.map(lambda fn: fn(loaded.events, ctx), chosen))
             names = _names(loaded.raw, loaded.events, [r.counterexamples for r in results])
         finally:
             for table in (*ctx["tables"].values(), loaded.events):
