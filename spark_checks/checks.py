@@ -277,6 +277,8 @@ def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str,
         any_row = any_row | rows
     times = (e.filter(any_row).select("ts_ms", named_by.alias("identity")).filter(F.col("identity").isNotNull())
              .groupBy("identity").agg(F.min("ts_ms").alias("ts_ms")).select("ts_ms").distinct().collect())
+    if not times:
+        return {}
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
     rows = (raw.filter(F.col("ts_ms").isin(sorted(r["ts_ms"] for r in times))

@@ -67,6 +67,14 @@ def test_each_fault_fails_exactly_its_check(spark, tmp_path, fault):
         assert all(r[column] in names[column] for r in examples if column in r), (column, examples)
 
 
+def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
+    faults = {"lost": 2, "duplicate-delivery": 2, "reorder": 2, "late-retry": 2, "delivered-after-dlq": 1}
+    simulate(EVENTS, tmp_path, seed=7, profile="grpc-5.x", faults=faults, progress=False)
+    one_by_one = run_checks(spark, str(tmp_path), concurrency=1)
+    assert one_by_one == run_checks(spark, str(tmp_path), concurrency=4)
+    assert sum(len(c["counterexamples"]) for c in one_by_one["checks"]) >= sum(faults.values())
+
+
 def _write(path: Path, table: pa.Table) -> None:
     path.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path / "part-0.parquet")
