@@ -191,6 +191,10 @@ NAMED = {"msg": ("run_id", "msg_id"), "key": ("run_id", "key"), "g": ("group",),
 """What each kind of identity in a counterexample is named by."""
 
 
+NAMED_BY = {"msg": ("SEND_OK", "DELIVER"), "key": ("APPLY",)}
+"""The rows that carry a message's name and a key's (a group, topic or message group is named by a delivery)."""
+
+
 PAIRED = ("msg", "key")
 """Identities hashed twice: their column ``c`` comes with ``c2``."""
 
@@ -263,7 +267,7 @@ def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str,
         for kind, key in ex.identities():
             wanted[kind].add(key)
     naming: list[tuple[Any, str]] = []  # (which cached rows name an identity of a kind, the identity's column)
-    for kind, kinds in (("msg", ("SEND_OK", "DELIVER")), ("key", ("APPLY",))):
+    for kind, kinds in NAMED_BY.items():
         if wanted[kind]:
             hashes, hashes2 = (sorted(set(h)) for h in zip(*wanted[kind]))
             naming.append((_is(*kinds) & F.col("m").isin(hashes) & F.col("m2").isin(hashes2), "m"))
@@ -282,7 +286,8 @@ def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str,
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
     rows = (raw.filter(F.col("ts_ms").isin(sorted(r["ts_ms"] for r in times))
-                       & F.col("kind").isin("SEND_OK", "DELIVER", "APPLY") & F.col("msg_id").isNotNull())
+                       & F.col("kind").isin(*[k for kinds in NAMED_BY.values() for k in kinds])
+                       & F.col("msg_id").isNotNull())
             .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
                     "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
@@ -400,11 +405,11 @@ def check_order(e, ctx) -> CheckResult:
 
 
 def _looked_up(table: tuple[int, ...] | list[int], place):
-    """``table[place - 1]`` as a literal lookup in the plan (null past its end): a profile's table needs no
-    DataFrame of its own, nor a join."""
+    """``table[place - 1]`` as a literal lookup in the plan (null for a place outside the table): a profile's
+    table needs no DataFrame of its own, nor a join."""
     from pyspark.sql import functions as F
 
-    return F.try_element_at(F.array(*[F.lit(v).cast("long") for v in table]), place)
+    return F.when(place >= 1, F.try_element_at(F.array(*[F.lit(v).cast("long") for v in table]), place))
 
 
 def check_retry_intervals(e, ctx) -> CheckResult:
@@ -416,7 +421,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     t = timing(ctx["profile"])
     documented = {k + 2: w for k, w in enumerate(t.waits_ms)}
     tol = ctx["tolerance"]
-    d = (redeliveries(e, ctx).filter((F.col("attempt") == F.col("prev_attempt") + 1) & (F.col("attempt") >= 2))
+    d = (redeliveries(e, ctx).filter(F.col("attempt") == F.col("prev_attempt") + 1)
          .withColumn("table_ms", _looked_up(t.waits_ms, F.col("attempt") - 1)).filter(F.col("table_ms").isNotNull())
          .withColumn("expected", F.coalesce("expected_delay_ms", "table_ms"))
          .withColumn("interval", F.col("ts_ms") - F.col("prev_ts")))
