@@ -160,11 +160,11 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     # the topic is read from sends and deliveries, the message group from deliveries and DLQs
     ids["t"], ids["mg"] = F.when(_is("SEND_OK", "DELIVER"), ids["t"]), F.when(_is("DELIVER", "DLQ"), ids["mg"])
     partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
+    cached = {"k": F.col("k"), "ts_ms": F.col("ts_ms"), **{c: ids[c] for c in ("m", "m2", "g", "t", "mg")},
+              "seq": F.col("producer_seq"), "attempt": F.col("attempt"), "delay_level": F.col("delay_level"),
+              "expected_delay_ms": F.col("expected_delay_ms")}
     events = (scanned.filter((F.col("_problem") == 0) & _is(*CHECKED_KINDS))
-              .select(*[c.cast("long").alias(name) for name, c in (
-                  ("k", F.col("k")), ("ts_ms", F.col("ts_ms")), *((c, ids[c]) for c in ("m", "m2", "g", "t", "mg")),
-                  ("seq", F.col("producer_seq")), ("attempt", F.col("attempt")), ("delay_level", F.col("delay_level")),
-                  ("expected_delay_ms", F.col("expected_delay_ms")))])
+              .select(*[column.cast("long").alias(name) for name, column in cached.items()])
               .repartition(partitions, "m").sortWithinPartitions("m", "m2", "g", "attempt", "ts_ms").cache())
     try:
         events.count()  # the one scan of the input: builds the cache and the observed counts
@@ -413,8 +413,8 @@ def _looked_up(table: tuple[int, ...] | list[int], place):
     table needs no DataFrame of its own, nor a join."""
     from pyspark.sql import functions as F
 
-    return F.when(place >= 1, F.try_element_at(F.array(*[F.lit(v).cast("long") for v in table]),
-                                                    place.cast("int")))
+    values = F.array(*[F.lit(v).cast("long") for v in table])
+    return F.when(place >= 1, F.try_element_at(values, place.cast("int")))  # the place of an array is an int
 
 
 def check_retry_intervals(e, ctx) -> CheckResult:
