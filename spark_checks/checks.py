@@ -15,9 +15,9 @@ How the log is read, once for every check:
   a query reads back from the cache; with longs only, that is one class per number of columns (a check
   run compiles 7 readers instead of 15; at 10M events a first run in a new JVM takes about 2 s less).
 - The names in the counterexamples (at most ``COUNTEREXAMPLES`` a check) are looked up afterwards, only
-  when some check has counterexamples: the cache gives the time of a row that carries each identity, and
-  the input is read again only at those times. Nothing of the log is collected to the driver beyond
-  those rows.
+  when some check has counterexamples: each counterexample carries the time of a row that names each of
+  its identities (a send, delivery, DLQ or APPLY the check read anyway), and the input is read again only
+  at those times. Nothing of the log is collected to the driver beyond those rows.
 """
 from __future__ import annotations
 
@@ -195,8 +195,9 @@ NAMED = {"msg": ("run_id", "msg_id"), "key": ("run_id", "key"), "g": ("group",),
 """What each kind of identity in a counterexample is named by."""
 
 
-NAMED_BY = {"msg": ("SEND_OK", "DELIVER"), "key": ("APPLY",)}
-"""The rows that carry a message's name and a key's (a group, topic or message group is named by a delivery)."""
+NAMING_KINDS = ("SEND_OK", "DELIVER", "DLQ", "APPLY")
+"""The rows a counterexample's identities are named from: each carries its message's name (an APPLY its
+key's), its group's (a send its topic's), and a delivery its topic's and message group's."""
 
 
 PAIRED = ("msg", "key")
@@ -206,19 +207,20 @@ PAIRED = ("msg", "key")
 @dataclass
 class Examples:
     """A check's first counterexample rows (hash columns and numbers) and how to name them: ``ids`` maps each
-    identity column (``m``, ``prev``, ``g``, ``t``, ``mg``) to its kind in NAMED; ``columns`` is the order of
-    the named rows. A ``msg`` identity in column ``m`` is named ``run_id``/``msg_id``, in another column
-    ``<column>_msg``."""
+    identity column (``m``, ``prev``, ``g``, ``t``, ``mg``) to its kind in NAMED; ``at`` maps it to the column
+    that holds the time of a row (of NAMING_KINDS) naming it; ``columns`` is the order of the named rows.
+    A ``msg`` identity in column ``m`` is named ``run_id``/``msg_id``, in another column ``<column>_msg``."""
 
     rows: list[dict[str, Any]]
     ids: dict[str, str]
+    at: dict[str, str]
     columns: list[str]
 
-    def identities(self) -> Iterator[tuple[str, Any]]:
+    def naming_times(self) -> Iterator[int]:
         for row in self.rows:
-            for column, kind in self.ids.items():
-                if row.get(column) is not None:
-                    yield kind, (row[column], row[column + "2"]) if kind in PAIRED else row[column]
+            for column, time in self.at.items():
+                if row.get(column) is not None and row.get(time) is not None:
+                    yield row[time]
 
     def named(self, names: dict[tuple[str, Any], tuple[str, str]]) -> list[dict[str, Any]]:
         hashes = set(self.ids) | {c + "2" for c, kind in self.ids.items() if kind in PAIRED}
@@ -238,13 +240,15 @@ class Examples:
         return out
 
 
-def _first(df, order: list[str], ids: dict[str, str], columns: list[str]) -> Examples:
-    """The first COUNTEREXAMPLES rows in a fixed (hash) order, so every master gives the same ones."""
-    rows = [r.asDict() for r in df.select(*order).orderBy(*order).limit(COUNTEREXAMPLES).collect()]
-    return Examples(rows, ids, columns)
+def _first(df, order: list[str], ids: dict[str, str], at: dict[str, str], columns: list[str]) -> Examples:
+    """The first COUNTEREXAMPLES rows in a fixed (hash) order, so every master gives the same ones, with the
+    naming times ``at`` names."""
+    times = [c for c in dict.fromkeys(at.values()) if c not in order]
+    rows = [r.asDict() for r in df.select(*order, *times).orderBy(*order, *times).limit(COUNTEREXAMPLES).collect()]
+    return Examples(rows, ids, at, columns)
 
 
-def _violations(df, order: list[str], ids: dict[str, str], columns: list[str], count=None,
+def _violations(df, order: list[str], ids: dict[str, str], at: dict[str, str], columns: list[str], count=None,
                 shown: Callable[[Any], Any] | None = None) -> tuple[int, Examples]:
     """How many violations ``df`` holds (its rows, or the sum of ``count`` over them) and the first
     COUNTEREXAMPLES in a fixed (hash) order, in one query: the count is observed on the way to the ordered
@@ -253,45 +257,24 @@ def _violations(df, order: list[str], ids: dict[str, str], columns: list[str], c
 
     seen = Observation()
     counted = df.observe(seen, (F.count(F.lit(1)) if count is None else F.sum(count)).alias("n"))
-    examples = _first(shown(counted) if shown else counted, order, ids, columns)
+    examples = _first(shown(counted) if shown else counted, order, ids, at, columns)
     return int(seen.get["n"] or 0), examples
 
 
-def _names(raw, e, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, str]]:
-    """{(kind, hash or (hash, hash2)): (a, b)} for every identity the counterexamples hold (a, b as in NAMED).
+def _names(raw, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, str]]:
+    """{(kind, hash or (hash, hash2)): (a, b)} for every identity the rows read hold (a, b as in NAMED).
 
-    One query of the cache finds, for each identity, the time of one row that names it: a send or delivery of
-    a message, an APPLY of a key, a delivery with a group, topic or message group. The input is read again
-    only at those times, so only the few rows there are hashed, and every identity they hold is named.
+    The input is read again only at the times the counterexamples carry (each that of a row naming one of
+    their identities), so only the few rows there are hashed, and every identity they hold is named.
     Nothing is read when there are no counterexamples."""
     from pyspark.sql import functions as F
 
-    wanted: dict[str, set] = {kind: set() for kind in NAMED}
-    for ex in examples:
-        for kind, key in ex.identities():
-            wanted[kind].add(key)
-    naming: list[tuple[Any, str]] = []  # (which cached rows name an identity of a kind, the identity's column)
-    for kind, kinds in NAMED_BY.items():
-        if wanted[kind]:
-            hashes, hashes2 = (sorted(set(h)) for h in zip(*wanted[kind]))
-            naming.append((_is(*kinds) & F.col("m").isin(hashes) & F.col("m2").isin(hashes2), "m"))
-    naming += [(_is("DELIVER") & F.col(c).isin(sorted(wanted[c])), c) for c in ("g", "t", "mg") if wanted[c]]
-    if not naming:
-        return {}
-    named_by = F.explode(F.array(*[F.when(rows, F.struct(F.lit(i).alias("kind"), F.col(c).alias("id")))
-                                   for i, (rows, c) in enumerate(naming)]))
-    any_row = naming[0][0]
-    for rows, _ in naming[1:]:
-        any_row = any_row | rows
-    times = (e.filter(any_row).select("ts_ms", named_by.alias("identity")).filter(F.col("identity").isNotNull())
-             .groupBy("identity").agg(F.min("ts_ms").alias("ts_ms")).select("ts_ms").distinct().collect())
+    times = sorted({t for ex in examples for t in ex.naming_times()})
     if not times:
         return {}
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
-    rows = (raw.filter(F.col("ts_ms").isin(sorted(r["ts_ms"] for r in times))
-                       & F.col("kind").isin(*[k for kinds in NAMED_BY.values() for k in kinds])
-                       & F.col("msg_id").isNotNull())
+    rows = (raw.filter(F.col("ts_ms").isin(times) & F.col("kind").isin(*NAMING_KINDS) & F.col("msg_id").isNotNull())
             .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
                     "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
@@ -352,16 +335,22 @@ def redeliveries(e, ctx):
 MSG_AND_GROUP = {"m": "msg", "g": "g"}
 
 
+def _at(time: str, ids: dict[str, str]) -> dict[str, str]:
+    """Every identity in ``ids`` named by the one row at ``time``."""
+    return {column: time for column in ids}
+
+
 def check_no_loss(e, ctx) -> CheckResult:
     """Every SEND_OK reaches every group subscribed to its topic (delivered at least once)."""
     from pyspark.sql import functions as F
 
     delivered = lives(e, ctx).filter(F.col("deliveries") > 0)
-    subscribed = delivered.select("t", "g").distinct()
-    expected = sends(e).select("m", "m2", "t").distinct().join(F.broadcast(subscribed), "t")
+    # a group is named by its last delivery from the topic, a message and its topic by the send
+    subscribed = delivered.groupBy("t", "g").agg(F.max("last_delivery").alias("group_at"))
+    expected = sends(e).groupBy("m", "m2", "t").agg(F.min("ts_ms").alias("sent")).join(F.broadcast(subscribed), "t")
     missing = expected.join(delivered.select("m", "m2", "g"), ["m", "m2", "g"], "left_anti")
     n, ex = _violations(missing, ["m", "m2", "g", "t"], {"m": "msg", "g": "g", "t": "t"},
-                        ["run_id", "msg_id", "topic", "group"])
+                        {"m": "sent", "t": "sent", "g": "group_at"}, ["run_id", "msg_id", "topic", "group"])
     return CheckResult("no_loss", _verdict(n), ["RETRY-CONC-03", "RETRY-5X-06"], {"lost": n}, ex)
 
 
@@ -371,9 +360,10 @@ def check_duplicates(e, ctx) -> CheckResult:
 
     # a delivery with the attempt of the one before it: n deliveries of one attempt give n - 1
     again = redeliveries(e, ctx).filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")))
-    extra, ex = _violations(again, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP,
+    extra, ex = _violations(again, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),
                             ["run_id", "group", "msg_id", "attempt", "n"],
-                            shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg((F.count("*") + 1).alias("n")))
+                            shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg(
+                                (F.count("*") + 1).alias("n"), F.min("ts_ms").alias("at")))
     verdict = "pass" if extra <= ctx["allow_duplicates"] else "fail"
     return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04"],
                        {"duplicate_deliveries": extra, "allowed": ctx["allow_duplicates"]}, ex)
@@ -383,8 +373,10 @@ def check_exactly_once(e, ctx) -> CheckResult:
     """APPLY once per key per group (the idempotent consumer of seed 004)."""
     from pyspark.sql import functions as F
 
-    dup = e.filter(_is("APPLY")).groupBy("m", "m2", "g").agg(F.count("*").alias("n")).filter(F.col("n") > 1)
-    extra, ex = _violations(dup, ["m", "m2", "g", "n"], {"m": "key", "g": "g"}, ["run_id", "group", "key", "n"],
+    dup = (e.filter(_is("APPLY")).groupBy("m", "m2", "g").agg(F.count("*").alias("n"), F.min("ts_ms").alias("at"))
+           .filter(F.col("n") > 1))
+    ids = {"m": "key", "g": "g"}
+    extra, ex = _violations(dup, ["m", "m2", "g", "n"], ids, _at("at", ids), ["run_id", "group", "key", "n"],
                             F.col("n") - 1)
     return CheckResult("exactly_once", _verdict(extra), ["CLAIM-05"], {"extra_applies": extra}, ex)
 
@@ -404,6 +396,7 @@ def check_order(e, ctx) -> CheckResult:
                                                           (F.col("first") < F.col("prev_done"))))
     n, ex = _violations(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
                         {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
+                        {"g": "first", "mg": "first", "m": "first", "prev": "prev_first"},
                         ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"])
     return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"], {"violations": n}, ex)
 
@@ -450,8 +443,9 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     noisy = sum(p["noisy"] for p in per_attempt)
     # the count is known from the statistics: the examples are read only when there are some
     examples = (_first(d.filter(outside(iv, ex)), ["m", "m2", "g", "attempt", "interval", "expected"],
-                       MSG_AND_GROUP, ["run_id", "group", "msg_id", "attempt", "interval", "expected"])
-                if n_outside else Examples([], MSG_AND_GROUP, []))
+                       MSG_AND_GROUP, _at("ts_ms", MSG_AND_GROUP),
+                       ["run_id", "group", "msg_id", "attempt", "interval", "expected"])
+                if n_outside else Examples([], MSG_AND_GROUP, {}, []))
     return CheckResult("retry_intervals", _verdict(n_outside, noisy), ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
                         "noise_band": noisy}, examples,
@@ -464,7 +458,7 @@ def check_nothing_after_dlq(e, ctx) -> CheckResult:
 
     bad = lives(e, ctx).filter(F.col("dlq_ts").isNotNull() & (F.col("last_delivery") > F.col("dlq_ts")))
     n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
-                        ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
+                        _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
     return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n}, ex)
 
 
@@ -477,8 +471,11 @@ def check_dlq(e, ctx) -> CheckResult:
     reason = (F.when(F.col("dlq_ts").isNotNull() & (F.col("deliveries") != max_d), F.lit("DLQ not at the maximum"))
               .when(F.col("dlq_ts").isNull() & (F.col("deliveries") >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
-    bad = per.withColumn("reason", reason).filter(F.col("reason").isNotNull())
+    # named by its last delivery, or by its DLQ when it has none
+    bad = (per.withColumn("reason", reason).filter(F.col("reason").isNotNull())
+           .withColumn("at", F.coalesce("last_delivery", "dlq_ts")))
     n, ex = _violations(bad, ["m", "m2", "g", "deliveries", "dlq_ts", "last_delivery", "reason"], MSG_AND_GROUP,
+                        _at("at", MSG_AND_GROUP),
                         ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
                        {"violations": n, "max_deliveries": max_d}, ex)
@@ -501,7 +498,7 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     off = d.observe(total, F.count(F.lit(1)).alias("n")).filter(
         F.abs("late_by") > F.col("delay_ms") * tol.relative + tol.absolute_ms)
     n, ex = _violations(off, ["m", "m2", "g", "delay_level", "sent", "first", "late_by"], MSG_AND_GROUP,
-                        ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
+                        _at("first", MSG_AND_GROUP), ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
     return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06"],
                        {"delayed_deliveries": int(total.get["n"] or 0), "off": n}, ex)
 
@@ -561,7 +558,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
             chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
             with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:
                 results = list(pool.map(lambda fn: fn(loaded.events, ctx), chosen))
-            names = _names(loaded.raw, loaded.events, [r.counterexamples for r in results])
+            names = _names(loaded.raw, [r.counterexamples for r in results])
         finally:
             for table in (*ctx["tables"].values(), loaded.events):
                 table.unpersist()
