@@ -85,11 +85,11 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         sum(CASE WHEN kind = 'CONSUME_OK' THEN 1 ELSE 0 END) AS successes,
         min(CASE WHEN kind = 'DLQ' THEN ts_ms END) AS dlq_ts, max(CASE WHEN kind = 'DELIVER' THEN ts_ms END) AS last_delivery
         FROM v WHERE kind IN ('DELIVER', 'CONSUME_OK', 'DLQ') GROUP BY ALL""")
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE bad_dlq AS SELECT * FROM lives WHERE (dlq_ts IS NULL OR last_delivery <= dlq_ts) AND
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE bad_dlq AS SELECT * FROM lives WHERE NOT coalesce(last_delivery > dlq_ts, false) AND
         ((dlq_ts IS NOT NULL AND deliveries != {t.max_deliveries}) OR
          (dlq_ts IS NULL AND deliveries >= {t.max_deliveries} AND successes = 0))""")
     out["dlq_at_max"] = {"violations": violations("dlq_at_max", "bad_dlq"), "max_deliveries": t.max_deliveries}
-    con.execute("CREATE OR REPLACE TEMP TABLE after_dlq AS SELECT * FROM lives WHERE dlq_ts IS NOT NULL AND last_delivery > dlq_ts")
+    con.execute("CREATE OR REPLACE TEMP TABLE after_dlq AS SELECT * FROM lives WHERE coalesce(last_delivery > dlq_ts, false)")
     out["nothing_after_dlq"] = {"violations": violations("nothing_after_dlq", "after_dlq")}
     con.execute(f"""CREATE OR REPLACE TEMP TABLE delays AS WITH s AS (SELECT run_id, msg_id, ts_ms AS sent,
             least(delay_level, {len(t.delay_levels_ms)}) AS delay_level FROM v WHERE kind = 'SEND_OK' AND delay_level > 0),

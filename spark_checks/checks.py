@@ -452,11 +452,16 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"]})
 
 
-def check_nothing_after_dlq(e, ctx) -> CheckResult:
-    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07)."""
+def _delivered_after_dlq():
+    """A (message, group) of ``lives`` delivered after its DLQ event; false without a DLQ or a delivery."""
     from pyspark.sql import functions as F
 
-    bad = lives(e, ctx).filter(F.col("dlq_ts").isNotNull() & (F.col("last_delivery") > F.col("dlq_ts")))
+    return F.coalesce(F.col("last_delivery") > F.col("dlq_ts"), F.lit(False))
+
+
+def check_nothing_after_dlq(e, ctx) -> CheckResult:
+    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07)."""
+    bad = lives(e, ctx).filter(_delivered_after_dlq())
     n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
                         _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
     return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n}, ex)
@@ -467,7 +472,7 @@ def check_dlq(e, ctx) -> CheckResult:
     from pyspark.sql import functions as F
 
     max_d = timing(ctx["profile"]).max_deliveries
-    per = lives(e, ctx).filter(F.col("dlq_ts").isNull() | (F.col("last_delivery") <= F.col("dlq_ts")))
+    per = lives(e, ctx).filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
     reason = (F.when(F.col("dlq_ts").isNotNull() & (F.col("deliveries") != max_d), F.lit("DLQ not at the maximum"))
               .when(F.col("dlq_ts").isNull() & (F.col("deliveries") >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))

@@ -106,6 +106,20 @@ def test_bad_rows_are_quarantined_and_the_rest_checked(spark, clean_logs, tmp_pa
     assert pq.read_table(tmp_path / "out" / "quarantine").num_rows == 3
 
 
+def test_a_message_sent_to_the_dlq_without_a_delivery_is_named_by_its_dlq_row(spark, clean_logs, tmp_path):
+    """RETRY-5X-07: a DLQ before the maximum deliveries fails dlq_at_max, and the counterexample names the
+    message and the group from the DLQ row itself (the log has no send or delivery of it)."""
+    table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
+    delivery = next(r for r in table.to_pylist() if r["kind"] == "DELIVER")
+    delivery.update(kind="DLQ", msg_id="dlq-only-1")
+    _write(tmp_path / "log", pa.concat_tables([table, pa.Table.from_pylist([delivery], schema=table.schema)]))
+    verdicts = _verdicts(run_checks(spark, str(tmp_path / "log")))
+    assert sorted(n for n, c in verdicts.items() if c["verdict"] != "pass") == ["dlq_at_max"]
+    [example] = verdicts["dlq_at_max"]["counterexamples"]
+    assert (example["msg_id"], example["group"], example["deliveries"]) == ("dlq-only-1", delivery["group"], 0)
+    assert example["reason"] == "DLQ not at the maximum"
+
+
 def test_an_empty_log_is_an_error(spark, clean_logs, tmp_path):
     table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
     _write(tmp_path / "empty", table.slice(0, 0))
