@@ -10,6 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from check_oracle import as_table, event_logs, expected_counts
+from hypothesis import HealthCheck, given, settings
 
 from spark_checks.checks import FAULT_CHECK, FAULT_COUNT, CheckInputError, run_checks
 from spark_checks.simulate import FAULTS, simulate
@@ -65,6 +67,21 @@ def test_each_fault_fails_exactly_its_check(spark, tmp_path, fault):
     assert examples and all((r.get("msg_id") or r.get("key")) for r in examples), examples
     for column in ("msg_id", "key", "group"):  # the names looked up for the hashed identities are the log's own
         assert all(r[column] in names[column] for r in examples if column in r), (column, examples)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rows=event_logs())
+def test_counts_equal_the_checks_definitions_in_plain_python(spark, tmp_path_factory, rows):
+    """Every check's counts on a small generated log (ladders kept and broken, repeated attempts, DLQs before
+    and after the last delivery, lost and delayed messages, double APPLYs) equal those of the plain-Python
+    oracle in check_oracle, which reads each definition with no hashing, cache or SQL null rules."""
+    path = tmp_path_factory.mktemp("generated")
+    pq.write_table(as_table(rows), path / "log.parquet")
+    result = run_checks(spark, str(path))
+    counts = {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
+              for c in result["checks"]}
+    assert counts == expected_counts(rows)
 
 
 def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):

@@ -1,0 +1,133 @@
+"""The Spark checks' definitions again, in plain Python over a list of rows: the oracle the checks are
+compared with on small generated logs (each count straight from the check's docstring, with no hashing,
+no cache and no SQL null rules), and the Hypothesis strategy for those logs."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from hypothesis import strategies as st
+
+from spark_checks.checks import Tolerance
+from spark_checks.profiles import timing
+
+PROFILE = "grpc-5.x"
+Row = dict[str, Any]
+STRING_COLUMNS = ("run_id", "profile", "kind", "topic", "group", "msg_id", "key", "message_group")
+
+
+def as_table(rows: list[Row]):  # -> pyarrow.Table with the event log's types for these columns
+    import pyarrow as pa
+
+    types = {**{c: pa.string() for c in STRING_COLUMNS}, "ts_ms": pa.int64(), "producer_seq": pa.int64(),
+             "attempt": pa.int32(), "delay_level": pa.int32(), "expected_delay_ms": pa.int64()}
+    return pa.Table.from_pylist(rows, schema=pa.schema(list(types.items())))
+
+
+def _row(kind: str, ts: int, **fields: Any) -> Row:
+    return {"run_id": "r", "profile": PROFILE, "kind": kind, "ts_ms": ts, "topic": None, "group": None,
+            "msg_id": None, "key": None, "message_group": None, "producer_seq": None, "attempt": None,
+            "delay_level": None, "expected_delay_ms": None, **fields}
+
+
+@st.composite
+def event_logs(draw: st.DrawFn) -> list[Row]:
+    """A few messages, each with one topic and message group, sent at most once, delivered to some groups
+    with ladders that keep to, miss or break the profile's waits, some repeated attempts, DLQs before and
+    after the last delivery, APPLYs once or twice. Every row keeps the schema's invariants."""
+    t = timing(PROFILE)
+    rows: list[Row] = []
+    for i in range(draw(st.integers(1, 6))):
+        msg = {"msg_id": f"m{i}", "topic": draw(st.sampled_from(["T1", "T2"]))}
+        mg = draw(st.sampled_from([None, "A", "B"]))
+        sent, level = draw(st.integers(0, 5_000)), draw(st.sampled_from([0, 0, 1, 3]))
+        if i == 0 or draw(st.integers(0, 9)):  # the first message is always sent: the log is never empty
+            rows.append(_row("SEND_OK", sent, producer_seq=i, delay_level=level, **msg))
+        for group in draw(st.sets(st.sampled_from(["G1", "G2"]))):
+            at = dict(msg, group=group, message_group=mg)
+            first = t.delay_levels_ms[level - 1] if level and draw(st.booleans()) else draw(st.integers(0, 3_000))
+            ts, attempt = sent + first, 1
+            for k in range(draw(st.sampled_from([0, 1, 2, 3, 16, 17, 18]))):
+                if k and draw(st.integers(0, 9)):
+                    attempt += 1
+                    wait = t.wait_before(attempt) or 1_000
+                    ts += draw(st.sampled_from([wait, wait + 150, 3 * wait, 10]))
+                rows.append(_row("DELIVER", ts, attempt=attempt, **at))
+            if draw(st.booleans()):
+                rows.append(_row("CONSUME_OK", ts + 1, attempt=attempt, **at))
+            if draw(st.integers(0, 2)) == 0:
+                rows.append(_row("DLQ", ts + draw(st.sampled_from([t.dlq_after_last_ms, -5])), **at))
+            for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+                rows.append(_row("APPLY", ts + 2, group=group, key=f"k{i}", msg_id=f"m{i}"))
+    return rows
+
+
+def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, dict[str, int]]:
+    """Each check's counts for ``rows``, as ``run_checks`` reports them."""
+    t = timing(PROFILE)
+    of = defaultdict(list)
+    for r in rows:
+        of[r["kind"]].append(r)
+    life: dict[tuple, list[Row]] = defaultdict(list)  # (run, msg, group) -> its deliveries, successes, DLQs
+    for r in of["DELIVER"] + of["CONSUME_OK"] + of["DLQ"]:
+        life[(r["run_id"], r["msg_id"], r["group"])].append(r)
+    sends = {(r["run_id"], r["msg_id"]): r for r in of["SEND_OK"]}
+
+    subscribed = {(r["run_id"], r["topic"], r["group"]) for r in of["DELIVER"]}
+    delivered = {(r["run_id"], r["msg_id"], r["group"]) for r in of["DELIVER"]}
+    lost = {(run, msg, g) for (run, msg), s in sends.items() for (run2, topic, g) in subscribed
+            if (run2, topic) == (run, s["topic"]) and (run, msg, g) not in delivered}
+
+    def extra(counter: Counter) -> int:
+        return sum(n - 1 for n in counter.values() if n > 1)
+
+    duplicates = extra(Counter((r["run_id"], r["msg_id"], r["group"], r["attempt"]) for r in of["DELIVER"]))
+    applies = extra(Counter((r["run_id"], r["group"], r["key"]) for r in of["APPLY"]))
+
+    lines: dict[tuple, list[tuple]] = defaultdict(list)  # (run, group, message group) -> (seq, first, done)
+    for (run, msg, group), events in life.items():
+        fifo = [e for e in events if e["kind"] in ("DELIVER", "DLQ") and e["message_group"] is not None]
+        if fifo and (run, msg) in sends:
+            firsts = [e["ts_ms"] for e in fifo if e["kind"] == "DELIVER"]
+            lines[(run, group, fifo[0]["message_group"])].append(
+                (sends[(run, msg)]["producer_seq"], min(firsts) if firsts else None, max(e["ts_ms"] for e in fifo)))
+    disorder = 0
+    for line in lines.values():
+        line.sort()
+        for (_, prev_first, prev_done), (_, first, _) in zip(line, line[1:]):
+            disorder += prev_first is not None and first is not None and (first < prev_first or first < prev_done)
+
+    intervals = outside = noisy = 0
+    dlq_bad = after_dlq = 0
+    for events in life.values():
+        ladder = sorted((e["attempt"], e["ts_ms"]) for e in events if e["kind"] == "DELIVER")
+        for (prev_attempt, prev_ts), (attempt, ts) in zip(ladder, ladder[1:]):
+            wait = t.wait_before(attempt)
+            if attempt == prev_attempt + 1 and wait is not None:
+                band, off = wait * tol.relative + tol.absolute_ms, abs(ts - prev_ts - wait)
+                intervals, outside, noisy = intervals + 1, outside + (off > 2 * band), noisy + (band < off <= 2 * band)
+        dlqs = [e["ts_ms"] for e in events if e["kind"] == "DLQ"]
+        dlq, last = (min(dlqs) if dlqs else None), max((ts for _, ts in ladder), default=None)
+        if dlq is not None and last is not None and last > dlq:
+            after_dlq += 1
+            continue
+        successes = sum(e["kind"] == "CONSUME_OK" for e in events)
+        dlq_bad += (dlq is not None and len(ladder) != t.max_deliveries) or (
+            dlq is None and len(ladder) >= t.max_deliveries and successes == 0)
+
+    delayed = late = 0
+    for (run, msg), s in sends.items():
+        if not s["delay_level"]:
+            continue
+        delay = t.delay_levels_ms[min(s["delay_level"], len(t.delay_levels_ms)) - 1]
+        for (run2, msg2, _), events in life.items():
+            firsts = [e["ts_ms"] for e in events if e["kind"] == "DELIVER" and e["attempt"] == 1]
+            if (run2, msg2) == (run, msg) and firsts:
+                delayed += 1
+                late += abs(min(firsts) - s["ts_ms"] - delay) > delay * tol.relative + tol.absolute_ms
+
+    return {"no_loss": {"lost": len(lost)}, "duplicates": {"duplicate_deliveries": duplicates},
+            "exactly_once": {"extra_applies": applies}, "order": {"violations": disorder},
+            "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy},
+            "dlq_at_max": {"violations": dlq_bad}, "nothing_after_dlq": {"violations": after_dlq},
+            "delay_accuracy": {"delayed_deliveries": delayed, "off": late}}
