@@ -24,7 +24,8 @@ def as_table(rows: list[Row]):  # -> pyarrow.Table with the event log's types fo
     return pa.Table.from_pylist(rows, schema=pa.schema(list(types.items())))
 
 
-def _row(kind: str, ts: int, **fields: Any) -> Row:
+def row(kind: str, ts: int, **fields: Any) -> Row:
+    """A row of the generated logs: every column the checks read, null unless given."""
     return {"run_id": "r", "profile": PROFILE, "kind": kind, "ts_ms": ts, "topic": None, "group": None,
             "msg_id": None, "key": None, "message_group": None, "producer_seq": None, "attempt": None,
             "delay_level": None, "expected_delay_ms": None, **fields}
@@ -42,7 +43,7 @@ def event_logs(draw: st.DrawFn) -> list[Row]:
         mg = draw(st.sampled_from([None, "A", "B"]))
         sent, level = draw(st.integers(0, 5_000)), draw(st.sampled_from([0, 0, 1, 3]))
         if i == 0 or draw(st.integers(0, 9)):  # the first message is always sent: the log is never empty
-            rows.append(_row("SEND_OK", sent, producer_seq=i, delay_level=level, **msg))
+            rows.append(row("SEND_OK", sent, producer_seq=i, delay_level=level, **msg))
         for group in draw(st.sets(st.sampled_from(["G1", "G2"]))):
             at = dict(msg, group=group, message_group=mg)
             first = t.delay_levels_ms[level - 1] if level and draw(st.booleans()) else draw(st.integers(0, 3_000))
@@ -52,13 +53,13 @@ def event_logs(draw: st.DrawFn) -> list[Row]:
                     attempt += 1
                     wait = t.wait_before(attempt) or 1_000
                     ts += draw(st.sampled_from([wait, wait + 150, 3 * wait, 10]))
-                rows.append(_row("DELIVER", ts, attempt=attempt, **at))
+                rows.append(row("DELIVER", ts, attempt=attempt, **at))
             if draw(st.booleans()):
-                rows.append(_row("CONSUME_OK", ts + 1, attempt=attempt, **at))
+                rows.append(row("CONSUME_OK", ts + 1, attempt=attempt, **at))
             if draw(st.integers(0, 2)) == 0:
-                rows.append(_row("DLQ", ts + draw(st.sampled_from([t.dlq_after_last_ms, -5])), **at))
+                rows.append(row("DLQ", ts + draw(st.sampled_from([t.dlq_after_last_ms, -5])), **at))
             for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
-                rows.append(_row("APPLY", ts + 2, group=group, key=f"k{i}", msg_id=f"m{i}"))
+                rows.append(row("APPLY", ts + 2, group=group, key=f"k{i}", msg_id=f"m{i}"))
     return rows
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from check_oracle import as_table, event_logs, expected_counts
+from check_oracle import as_table, event_logs, expected_counts, row
 from hypothesis import HealthCheck, given, settings
 
 from spark_checks.checks import FAULT_CHECK, FAULT_COUNT, CheckInputError, run_checks
@@ -82,6 +82,18 @@ def test_counts_equal_the_checks_definitions_in_plain_python(spark, tmp_path_fac
     counts = {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
               for c in result["checks"]}
     assert counts == expected_counts(rows)
+
+
+def test_counts_where_spark_drops_the_observing_node(spark, tmp_path):
+    """One message delivered three times, one attempt each: Spark proves the duplicates check's plan empty
+    and drops the node that counts it; the check still counts 0 (found by the oracle test, 100 examples)."""
+    rows = [row("DELIVER", ts, topic="T1", group="G1", msg_id="m1", attempt=attempt)
+            for ts, attempt in ((0, 1), (1_000, 2), (6_000, 3))]
+    pq.write_table(as_table(rows), tmp_path / "log.parquet")
+    result = run_checks(spark, str(tmp_path))
+    assert {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
+            for c in result["checks"]} == expected_counts(rows)
+    assert _verdicts(result)["duplicates"]["counts"]["duplicate_deliveries"] == 0
 
 
 def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
