@@ -69,6 +69,18 @@ def test_each_fault_fails_exactly_its_check(spark, tmp_path, fault):
         assert all(r[column] in names[column] for r in examples if column in r), (column, examples)
 
 
+def _counts_of_generated(spark, path: Path, rows) -> dict:
+    """Each check's counts (its settings left out) for ``rows`` written to ``path`` as one Parquet file."""
+    pq.write_table(as_table(rows), path / "log.parquet")
+    return {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
+            for c in run_checks(spark, str(path))["checks"]}
+
+
+ORACLE_SPEC = ("RETRY-CONC-03", "RETRY-CONC-04", "RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-07", "OFFSET-04",
+               "CLAIM-05", "FIFO-01", "FIFO-04", "DELAY-01", "DELAY-06")
+
+
+@pytest.mark.spec(*ORACLE_SPEC)
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows=event_logs())
@@ -76,24 +88,18 @@ def test_counts_equal_the_checks_definitions_in_plain_python(spark, tmp_path_fac
     """Every check's counts on a small generated log (ladders kept and broken, repeated attempts, DLQs before
     and after the last delivery, lost and delayed messages, double APPLYs) equal those of the plain-Python
     oracle in check_oracle, which reads each definition with no hashing, cache or SQL null rules."""
-    path = tmp_path_factory.mktemp("generated")
-    pq.write_table(as_table(rows), path / "log.parquet")
-    result = run_checks(spark, str(path))
-    counts = {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
-              for c in result["checks"]}
-    assert counts == expected_counts(rows)
+    assert _counts_of_generated(spark, tmp_path_factory.mktemp("generated"), rows) == expected_counts(rows)
 
 
+@pytest.mark.spec(*ORACLE_SPEC)
 def test_counts_where_spark_drops_the_observing_node(spark, tmp_path):
     """One message delivered three times, one attempt each: Spark proves the duplicates check's plan empty
     and drops the node that counts it; the check still counts 0 (found by the oracle test, 100 examples)."""
     rows = [row("DELIVER", ts, topic="T1", group="G1", msg_id="m1", attempt=attempt)
             for ts, attempt in ((0, 1), (1_000, 2), (6_000, 3))]
-    pq.write_table(as_table(rows), tmp_path / "log.parquet")
-    result = run_checks(spark, str(tmp_path))
-    assert {c["name"]: {k: v for k, v in c["counts"].items() if k not in ("allowed", "max_deliveries")}
-            for c in result["checks"]} == expected_counts(rows)
-    assert _verdicts(result)["duplicates"]["counts"]["duplicate_deliveries"] == 0
+    counts = _counts_of_generated(spark, tmp_path, rows)
+    assert counts == expected_counts(rows)
+    assert counts["duplicates"]["duplicate_deliveries"] == 0
 
 
 def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
@@ -135,6 +141,7 @@ def test_bad_rows_are_quarantined_and_the_rest_checked(spark, clean_logs, tmp_pa
     assert pq.read_table(tmp_path / "out" / "quarantine").num_rows == 3
 
 
+@pytest.mark.spec("RETRY-5X-07", "RETRY-CONC-04")
 def test_a_message_sent_to_the_dlq_without_a_delivery_is_named_by_its_dlq_row(spark, clean_logs, tmp_path):
     """RETRY-5X-07: a DLQ before the maximum deliveries fails dlq_at_max, and the counterexample names the
     message and the group from the DLQ row itself (the log has no send or delivery of it)."""
