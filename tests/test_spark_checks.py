@@ -156,6 +156,23 @@ def test_a_message_sent_to_the_dlq_without_a_delivery_is_named_by_its_dlq_row(sp
     assert example["reason"] == "DLQ not at the maximum"
 
 
+def test_the_profile_is_the_one_the_log_names(spark, tmp_path):
+    """A log's rows name its profile: both known ones give the first by name, another name is one clear
+    error naming it (unless the user names the profile), and a log without the column is checked as
+    grpc-5.x."""
+    delivery = dict(topic="T1", group="G1", msg_id="m1", attempt=1)
+    logs = {"both": [row("DELIVER", 1, **delivery), row("SEND_OK", 0, topic="T1", msg_id="m1", profile="remoting-4.x")],
+            "other": [row("SEND_OK", 0, topic="T1", msg_id="m1", profile="docs"), row("DELIVER", 1, **delivery)]}
+    for name, rows in logs.items():
+        _write(tmp_path / name, as_table(rows))
+    _write(tmp_path / "none", as_table(logs["both"]).drop(["profile"]))
+    assert run_checks(spark, str(tmp_path / "both"))["profile"] == "grpc-5.x"
+    assert run_checks(spark, str(tmp_path / "none"))["profile"] == "grpc-5.x"
+    with pytest.raises(CheckInputError, match=r"profile 'docs' \(named by the log\)"):
+        run_checks(spark, str(tmp_path / "other"))
+    assert run_checks(spark, str(tmp_path / "other"), profile="remoting-4.x")["profile"] == "remoting-4.x"
+
+
 def test_an_empty_log_is_an_error(spark, clean_logs, tmp_path):
     table = pq.read_table(next(clean_logs["grpc-5.x"].rglob("*.parquet")))
     _write(tmp_path / "empty", table.slice(0, 0))
