@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .eventlog import EVENT_KINDS
-from .profiles import timing
+from .profiles import PROFILES, timing
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
@@ -145,8 +145,8 @@ def _read(spark, path: str):
     return raw
 
 
-PROFILES = ("grpc-5.x", "remoting-4.x")
-"""The profiles the checks know, in name order: a log naming both is checked as the first."""
+PROFILES_BY_NAME = tuple(sorted(PROFILES))
+"""The profiles the checks know, in name order: a log naming several is checked as the first."""
 
 
 def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
@@ -159,8 +159,8 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     kind_code = F.coalesce(F.array_position(F.array(*[F.lit(k) for k in EVENT_KINDS]), F.col("kind")),
                            F.lit(0)).cast("byte")
     problem = _problem(kind_code, F.col("ts_ms"), F.col("msg_id"), F.col("attempt"))
-    # a profile as its place in PROFILES (0: another name; null: none), so the counts observe numbers only
-    profile_code = F.array_position(F.array(*[F.lit(p) for p in PROFILES]), F.col("profile"))
+    # a profile as its place in PROFILES_BY_NAME (0: another name; null: none): the counts observe numbers only
+    profile_code = F.array_position(F.array(*[F.lit(p) for p in PROFILES_BY_NAME]), F.col("profile"))
     keep = (F.col("_problem") == 0) & _is(*CHECKED_KINDS)
     ids = _identity_hashes(F.col("k") == KIND_CODE["APPLY"])
     # the topic is read from sends and deliveries, the message group from deliveries and DLQs
@@ -203,14 +203,15 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
 
 
 def _profile_named(raw, code: int | None) -> str | None:
-    """The profile a log names (the first by name when it names several), from the least PROFILES place its
-    rows observed: 0 means some row names another profile, then found by one query of that column."""
+    """The profile a log names (the first by name when it names several), from the least place in
+    PROFILES_BY_NAME its rows observed: 0 means some row names another profile, then found by one query of
+    that column."""
     from pyspark.sql import functions as F
 
     if code is None:
         return None
     if code > 0:
-        return PROFILES[code - 1]
+        return PROFILES_BY_NAME[code - 1]
     return raw.agg(F.min("profile")).first()[0]
 
 
@@ -591,16 +592,17 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
-    if profile is not None and profile not in ("remoting-4.x", "grpc-5.x"):
-        raise CheckInputError(f"profile {profile!r}: the checks know remoting-4.x and grpc-5.x")
+    known = " and ".join(PROFILES)
+    if profile is not None and profile not in PROFILES:
+        raise CheckInputError(f"profile {profile!r}: the checks know {known}")
     with _tuned(spark):
         loaded = load(spark, path, (out / "quarantine") if out else None)
         profile = profile or loaded.profile or "grpc-5.x"
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
         try:
-            if profile not in ("remoting-4.x", "grpc-5.x"):
-                raise CheckInputError(f"profile {profile!r} (named by the log): the checks know remoting-4.x and grpc-5.x")
+            if profile not in PROFILES:
+                raise CheckInputError(f"profile {profile!r} (named by the log): the checks know {known}")
             chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
             with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:
                 results = list(pool.map(lambda fn: fn(loaded.events, ctx), chosen))
