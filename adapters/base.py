@@ -8,9 +8,9 @@ from __future__ import annotations
 import abc
 from typing import Callable, Mapping, Protocol, Sequence
 
-from reference_impl.model.views import Listener, MessageView, SendResult
-from reference_impl.rules.transaction import LocalTransactionState
-from spark_checks.eventlog import Event
+from history.events import Event
+from history.values import LocalTransactionState
+from history.views import Listener, MessageView, SendResult
 
 CAPABILITIES = {
     "clock.virtual": "time can be advanced instantly (a virtual clock)",

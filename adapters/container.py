@@ -18,7 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from reference_impl.rules import retry5x, transaction as tx_rules
+from history.profiles import GRPC_5X
+from reference_impl.rules import retry5x
+from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
 
 from .base import TargetError
@@ -81,7 +83,7 @@ class ContainerPlan:
             "fileReservedTime": 48, "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true",
             "enablePropertyFilter": "true", "timerWheelEnable": "true",
             "messageDelayLevel": " ".join(_seconds_text(d) for d in self.delay_levels_ms()),
-            "transactionCheckInterval": max(1, round(tx_rules.CHECK_INTERVAL_MS["grpc-5.x"] * self.time_scale)),
+            "transactionCheckInterval": max(1, round(tx_rules.CHECK_INTERVAL_MS[GRPC_5X] * self.time_scale)),
             "transactionTimeOut": max(1, round(tx_rules.TRANSACTION_TIMEOUT_MS * self.time_scale)),
         }
         return "".join(f"{k} = {v}\n" for k, v in lines.items())
@@ -232,7 +234,7 @@ def _shared(plan: ContainerPlan) -> tuple[RocketMQContainers, str]:
     return _RUNNING[plan]
 
 
-def container_target(image: str, profile: str = "grpc-5.x", **kw: Any) -> Any:
+def container_target(image: str, profile: str = GRPC_5X, **kw: Any) -> Any:
     """A grpc target over RocketMQ containers, with admin through ``mqadmin`` in the broker container."""
     from .grpc import GrpcTarget
 

@@ -17,14 +17,21 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
-from reference_impl.model.views import Listener, MessageView, SendResult
-from reference_impl.rules.retry4x import ListenerOutcome
-from reference_impl.rules.transaction import LocalTransactionState
-from spark_checks.eventlog import Event
+from history.events import Event
+from history.values import ListenerOutcome, LocalTransactionState
+from history.views import Listener, MessageView, SendResult
 
 from .base import Target, TargetError
-from .driver_codec import (PROTOCOL_VERSION, DriverError, body_to_json, error_from_json, event_from_json,
-                           result_from_json, view_from_json, view_to_json)
+from .driver_codec import (
+    PROTOCOL_VERSION,
+    DriverError,
+    body_to_json,
+    error_from_json,
+    event_from_json,
+    result_from_json,
+    view_from_json,
+    view_to_json,
+)
 
 HELLO_TIMEOUT_S = 30.0
 

@@ -14,12 +14,12 @@ import base64
 import dataclasses
 from typing import Any, Mapping
 
-from reference_impl.model.views import MessageView, SendResult
+from history.events import Event
+from history.views import MessageView, SendResult
 from reference_impl.rules import codes
 from reference_impl.rules.delay import BatchRejected, TimerMessageIllegal
 from reference_impl.rules.filter import SqlParseError
 from reference_impl.rules.retry5x import IllegalInvisibleTime
-from spark_checks.eventlog import Event
 
 from .base import NotApplicable
 

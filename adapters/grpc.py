@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 import grpc
 
-from reference_impl.model.views import Listener, MessageView, SendResult
-from reference_impl.rules.codes import RocketMQError
-from reference_impl.rules.retry4x import ListenerOutcome
+from history.events import Event, EventRecorder
+from history.profiles import GRPC_5X
+from history.values import ListenerOutcome, LocalTransactionState
+from history.views import Listener, MessageView, SendResult
 from reference_impl.rules import transaction as tx_rules
-from reference_impl.rules.transaction import LocalTransactionState
+from reference_impl.rules.codes import RocketMQError
 from reference_impl.serve import admin
-from spark_checks.eventlog import Event, EventRecorder
 
 from .base import NotApplicable, Target, TargetError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
@@ -88,9 +88,9 @@ def _code_of(exc: BaseException) -> int:
 class GrpcTarget(Target):
     """A 5.x proxy through the official Python SDK."""
 
-    def __init__(self, address: str, profile: str = "grpc-5.x", *, run_id: str = "run", seed: int = 0,
+    def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
                  time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S) -> None:
-        if profile != "grpc-5.x":
+        if profile != GRPC_5X:
             raise NotApplicable(f"grpc://{address} speaks the 5.x protocol; profile {profile} needs another target")
         self.address = address
         self.name = f"grpc://{address}"

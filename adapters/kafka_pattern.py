@@ -8,9 +8,10 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
+from history.events import Event
+from history.profiles import KAFKA_RETRY
+from history.views import Listener
 from reference_impl.model.kafka_pattern import KafkaConsumer, KafkaPatternSimulation
-from reference_impl.model.views import Listener
-from spark_checks.eventlog import Event
 
 from .base import NotApplicable, Target
 
@@ -18,9 +19,9 @@ _WHY = "the Kafka retry-topic pattern has no such feature"
 
 
 class KafkaPatternTarget(Target):
-    def __init__(self, profile: str = "kafka-retry", *, run_id: str = "run", seed: int = 0) -> None:
+    def __init__(self, profile: str = KAFKA_RETRY, *, run_id: str = "run", seed: int = 0) -> None:
         self.name = "reference"
-        self.profile = "kafka-retry"
+        self.profile = KAFKA_RETRY
         self.capabilities = frozenset({"clock.virtual", "send.sync", "consumer.kafka.retry"})
         self.sim = KafkaPatternSimulation(run_id=run_id, seed=seed)
         self._round_robin = itertools.count()

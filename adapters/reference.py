@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from reference_impl.model.broker import Message
-from reference_impl.model.simulation import PROFILES, Simulation
-from reference_impl.model.views import Listener
+from history.events import Event
+from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
+from history.values import LocalTransactionState
+from history.views import Listener
 from reference_impl import VERSION
-from reference_impl.rules.transaction import LocalTransactionState
-from spark_checks.eventlog import Event
+from reference_impl.model.broker import Message
+from reference_impl.model.simulation import Simulation
 
 from .base import NotApplicable, Target
 
@@ -17,8 +18,8 @@ _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batc
            "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
            "observe.queue_id"}
 CAPABILITIES_BY_PROFILE = {
-    "remoting-4.x": _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
-    "grpc-5.x": _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
+    REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
+    GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
                            "sdk.java", "sdk.python"},
 }
 
@@ -26,9 +27,9 @@ CAPABILITIES_BY_PROFILE = {
 class ReferenceTarget(Target):
     """Runs on a virtual clock: ``advance`` is instant, and a seed fixes every id and timestamp."""
 
-    def __init__(self, profile: str = "remoting-4.x", *, run_id: str = "run", seed: int = 0) -> None:
-        if profile not in PROFILES:
-            raise NotApplicable(f"the reference implements {', '.join(PROFILES)}; profile {profile!r} is not modelled")
+    def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0) -> None:
+        if profile not in BROKER_PROFILES:
+            raise NotApplicable(f"the reference implements {', '.join(BROKER_PROFILES)}; profile {profile!r} is not modelled")
         self.name = "reference"
         self.version = VERSION
         self.profile = profile

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from history.profiles import GRPC_5X, KAFKA_RETRY, REFERENCE_PROFILES, REMOTING_4X
+
 from .base import Target, TargetError
 
 KNOWN_FORMS = "reference, grpc://HOST:PORT, container:IMAGE or driver:CMD"
@@ -14,8 +16,8 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
         from .kafka_pattern import KafkaPatternTarget
         from .reference import ReferenceTarget
 
-        def reference(profile: str = "remoting-4.x", **kw: object) -> Target:
-            return (KafkaPatternTarget if profile == "kafka-retry" else ReferenceTarget)(profile, **kw)  # type: ignore[arg-type]
+        def reference(profile: str = REMOTING_4X, **kw: object) -> Target:
+            return (KafkaPatternTarget if profile == KAFKA_RETRY else ReferenceTarget)(profile, **kw)  # type: ignore[arg-type]
 
         return "reference", reference
     if spec.startswith("grpc://"):
@@ -25,7 +27,7 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
             raise TargetError(f"--target {spec}: expected grpc://HOST:PORT")
         from .grpc import GrpcTarget
 
-        def grpc_target(profile: str = "grpc-5.x", **kw: object) -> Target:
+        def grpc_target(profile: str = GRPC_5X, **kw: object) -> Target:
             return GrpcTarget(address, profile, **kw)  # type: ignore[arg-type]
 
         return "grpc", grpc_target
@@ -33,7 +35,7 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
         command = driver_command(spec)
         from .driver import DriverTarget
 
-        def driver(profile: str = "grpc-5.x", **kw: object) -> Target:
+        def driver(profile: str = GRPC_5X, **kw: object) -> Target:
             return DriverTarget(command, profile, **kw)  # type: ignore[arg-type]
 
         return "driver", driver
@@ -41,7 +43,7 @@ def target_factory(spec: str) -> tuple[str, Callable[..., Target]]:
         image = spec[len("container:"):]
         from .container import container_target
 
-        def container(profile: str = "grpc-5.x", **kw: object) -> Target:
+        def container(profile: str = GRPC_5X, **kw: object) -> Target:
             return container_target(image, profile, **kw)  # type: ignore[no-any-return]
 
         return "container", container
@@ -80,7 +82,7 @@ def preflight(kind: str, spec: str) -> None:
 def target_profiles(kind: str, spec: str | None = None) -> tuple[str, ...]:
     """Profiles a target kind can run (a driver says which in its hello)."""
     if kind == "reference":
-        return ("remoting-4.x", "grpc-5.x", "kafka-retry")
+        return REFERENCE_PROFILES
     if kind == "driver" and spec is not None:
         return tuple(driver_hello(spec).get("profiles", ()))
-    return ("grpc-5.x",)
+    return (GRPC_5X,)

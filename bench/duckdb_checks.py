@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from history.events import EVENT_KINDS
 from spark_checks.checks import COUNTEREXAMPLES, FAULT_COUNT, MESSAGE_KINDS, Tolerance
-from spark_checks.eventlog import EVENT_KINDS
 from spark_checks.profiles import timing
 
 

@@ -12,8 +12,9 @@ import random
 import sys
 import time
 
+from history.profiles import GRPC_5X, REMOTING_4X
+from history.values import ListenerOutcome
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules.retry4x import ListenerOutcome
 
 
 def ladder(profile: str) -> tuple[float, int, int]:
@@ -22,7 +23,7 @@ def ladder(profile: str) -> tuple[float, int, int]:
     sim = Simulation(profile)
     sim.broker.create_topic("T")
     fail = lambda view: ListenerOutcome.RECONSUME_LATER  # noqa: E731
-    if profile == "remoting-4.x":
+    if profile == REMOTING_4X:
         sim.push_consumer_4x("G", "T", fail)
     else:
         sim.push_consumer_5x("G", "T", fail)
@@ -48,7 +49,7 @@ def bulk(messages: int, seed: int) -> tuple[float, int, int, dict[str, int]]:
         return ListenerOutcome.RECONSUME_LATER if n <= failures[view.key] else ListenerOutcome.SUCCESS
 
     start = time.perf_counter()
-    sim = Simulation("remoting-4.x", seed=seed)
+    sim = Simulation(REMOTING_4X, seed=seed)
     sim.broker.create_topic("T", 8, 8)
     for _ in range(2):
         sim.push_consumer_4x("G", "T", listener)
@@ -75,7 +76,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     print(f"{'ladder':<28} {'wall ms':>9} {'spec time':>11} {'speed-up':>12} {'deliveries':>10}")
-    for name, profile in (("4.x concurrent, 16 retries", "remoting-4.x"), ("5.x push, 17 attempts", "grpc-5.x")):
+    for name, profile in (("4.x concurrent, 16 retries", REMOTING_4X), ("5.x push, 17 attempts", GRPC_5X)):
         wall, spec_ms, deliveries = ladder(profile)
         print(f"{name:<28} {wall * 1000:>9.2f} {spec_ms / 1000:>10.0f}s {spec_ms / 1000 / wall:>11.0f}x {deliveries:>10}")
     wall, events, spec_ms, kinds = bulk(args.messages, args.seed)

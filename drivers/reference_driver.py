@@ -14,13 +14,19 @@ import sys
 from typing import Any, Callable, Iterator, Mapping, TextIO
 
 from adapters.base import NotApplicable
-from adapters.driver_codec import (PROTOCOL_VERSION, body_from_json, error_to_json, event_to_json, result_to_json,
-                                   view_from_json, view_to_json)
+from adapters.driver_codec import (
+    PROTOCOL_VERSION,
+    body_from_json,
+    error_to_json,
+    event_to_json,
+    result_to_json,
+    view_from_json,
+    view_to_json,
+)
 from adapters.registry import target_factory, target_profiles
+from history.values import ListenerOutcome, LocalTransactionState
+from history.views import MessageView
 from reference_impl import VERSION
-from reference_impl.model.views import MessageView
-from reference_impl.rules.retry4x import ListenerOutcome
-from reference_impl.rules.transaction import LocalTransactionState
 
 
 class ScriptListener:

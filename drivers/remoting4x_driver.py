@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Any
 
+from history.profiles import REMOTING_4X
+
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["send.sync", "send.oneway", "delay.level", "consumer.filter.tag", "consumer.push4x.concurrent",
                 "consumer.push4x.orderly"]
@@ -101,11 +103,11 @@ class Driver:
 
     def cmd_hello(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"protocol": PROTOCOL_VERSION, "driver": "rocketmq-client-python", "version": "2.0.0",
-                "profiles": ["remoting-4.x"], "clock": "wall", "time_scale": 1.0}
+                "profiles": [REMOTING_4X], "clock": "wall", "time_scale": 1.0}
 
     def cmd_open(self, m: dict[str, Any]) -> dict[str, Any]:
-        if m["profile"] != "remoting-4.x":
-            raise NotApplicableError(f"the 4.x SDK runs remoting-4.x, not {m['profile']}")
+        if m["profile"] != REMOTING_4X:
+            raise NotApplicableError(f"the 4.x SDK runs {REMOTING_4X}, not {m['profile']}")
         self.sessions[m["target"]] = {"profile": m["profile"], "run_id": m.get("run_id", "run")}
         return {"capabilities": CAPABILITIES, "version": "2.0.0"}
 

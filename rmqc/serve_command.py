@@ -6,12 +6,14 @@ import logging
 import sys
 from pathlib import Path
 
+from history.profiles import GRPC_5X
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the reference over the 5.x gRPC protocol (official SDKs connect to it)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8081, help="port (0: any free port, printed at start)")
-    p.add_argument("--profile", default="grpc-5.x", choices=["grpc-5.x"])
+    p.add_argument("--profile", default=GRPC_5X, choices=[GRPC_5X])
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="wall seconds per spec second: 0.01 makes a 10 s retry wait take 100 ms")
     p.add_argument("--config", type=Path, default=None,
@@ -24,7 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from reference_impl.serve.server import ReferenceServer, ServeConfigError, load_config
+    from reference_impl.serve.server import (
+        ReferenceServer,
+        ServeConfigError,
+        load_config,
+    )
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -39,7 +45,7 @@ def run_serve(args: argparse.Namespace) -> int:
           flush=True)
     server.serve_until_signalled()
     if args.events_out:
-        from spark_checks.eventlog import write_parquet
+        from history.parquet import write_parquet
 
         count = write_parquet(server.sim.recorder.events, args.events_out)
         print(f"rmqc serve: wrote {count} events to {args.events_out}", flush=True)

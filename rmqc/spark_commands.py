@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from history.profiles import GRPC_5X, REMOTING_4X
 from spark_checks.simulate import FAULTS
 
 
@@ -27,7 +28,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--inject", type=_fault, action="append", default=[], metavar="FAULT[=N]",
                      help=f"a fault N times (default 10): {', '.join(FAULTS)}")
     sim.add_argument("--seed", type=int, default=1)
-    sim.add_argument("--profile", default="grpc-5.x", choices=["grpc-5.x", "remoting-4.x"])
+    sim.add_argument("--profile", default=GRPC_5X, choices=[GRPC_5X, REMOTING_4X])
     sim.add_argument("--run-id", default=None)
     sim.set_defaults(handler=run_simulate)
 
@@ -35,7 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     chk.add_argument("path", help="a Parquet event log (a file or a folder)")
     chk.add_argument("--master", default="local[2]", help="Spark master, e.g. local[2] or spark://127.0.0.1:7077")
     chk.add_argument("--out", default=None, help="where result.json, index.html and quarantine/ go (default: PATH-check)")
-    chk.add_argument("--profile", default=None, choices=["grpc-5.x", "remoting-4.x"], help="default: from the log")
+    chk.add_argument("--profile", default=None, choices=[GRPC_5X, REMOTING_4X], help="default: from the log")
     chk.add_argument("--tolerance-ms", type=int, default=100, help="absolute timing tolerance (plus 1 %%)")
     chk.add_argument("--allow-duplicates", type=int, default=0,
                      help="duplicate deliveries allowed before the duplicates check fails (at-least-once)")

@@ -29,7 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .eventlog import EVENT_KINDS
+from history.events import EVENT_KINDS
+from history.profiles import GRPC_5X
+
 from .profiles import PROFILES, timing
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
@@ -153,7 +155,8 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     """Read once: count every row and the invariants it breaks (``observe``), keep the checkable rows as
     numbers, partitioned by message and sorted, in the cache. Rows that break an invariant are written
     with all their columns to the quarantine folder when there are any (read again for that only)."""
-    from pyspark.sql import Observation, functions as F
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
     raw = _read(spark, path)
     kind_code = F.coalesce(F.array_position(F.array(*[F.lit(k) for k in EVENT_KINDS]), F.col("kind")),
@@ -295,7 +298,8 @@ def _violations(df, order: list[str], ids: dict[str, str], at: dict[str, str], c
     """How many violations ``df`` holds (its rows, or the sum of ``count`` over them) and the first
     COUNTEREXAMPLES in a fixed (hash) order, in one query: the count is observed on the way to the ordered
     limit. ``shown`` turns the counted rows into the rows shown, when they differ."""
-    from pyspark.sql import Observation, functions as F
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
     seen, total = Observation(), (F.count(F.lit(1)) if count is None else F.sum(count)).alias("n")
     counted = df.observe(seen, total)
@@ -365,7 +369,8 @@ def lives(e, ctx):
 def redeliveries(e, ctx):
     """Each delivery beside the one before it for the same (message, group), in (attempt, time) order
     (a window over the cache in its own order): the retry intervals and the duplicates both read it."""
-    from pyspark.sql import Window, functions as F
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     w = Window.partitionBy("m", "m2", "g").orderBy("attempt", "ts_ms")
     return _cached(ctx, "redeliveries", lambda: (
@@ -426,7 +431,8 @@ def check_exactly_once(e, ctx) -> CheckResult:
 def check_order(e, ctx) -> CheckResult:
     """Per (group, message_group): first deliveries follow the send order, and a message is not delivered
     before the previous one has finished (FIFO blocking)."""
-    from pyspark.sql import Window, functions as F
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     per_msg = (e.filter(_is("DELIVER", "DLQ") & F.col("mg").isNotNull()).groupBy("m", "m2", "g", "mg")
                .agg(F.min(F.when(_is("DELIVER"), F.col("ts_ms"))).alias("first"), F.max("ts_ms").alias("done")))
@@ -530,7 +536,8 @@ def check_dlq(e, ctx) -> CheckResult:
 
 def check_delay_accuracy(e, ctx) -> CheckResult:
     """A delayed message's first delivery comes its level's delay after the send (DELAY-01, DELAY-06)."""
-    from pyspark.sql import Observation, functions as F
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
     delayed = (sends(e).filter(F.col("delay_level") > 0)
@@ -597,7 +604,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         raise CheckInputError(f"profile {profile!r}: the checks know {known}")
     with _tuned(spark):
         loaded = load(spark, path, (out / "quarantine") if out else None)
-        profile = profile or loaded.profile or "grpc-5.x"
+        profile = profile or loaded.profile or GRPC_5X
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
         try:

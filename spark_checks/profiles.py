@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
 from spec.loader import default_spec
 
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-PROFILES = ("remoting-4.x", "grpc-5.x")
+PROFILES = BROKER_PROFILES
 
 
 def _durations(text: str) -> list[int]:
@@ -36,11 +37,11 @@ class ProfileTiming:
 def timing(profile: str) -> ProfileTiming:
     spec = default_spec()
     levels = _durations(spec.get("DELAY-01").defaults["messageDelayLevel"])
-    if profile == "remoting-4.x":
+    if profile == REMOTING_4X:
         retries = int(spec.get("RETRY-CONC-06").defaults["concurrentEffective"])
         waits = tuple(levels[min(3 + rt, len(levels)) - 1] for rt in range(retries))
         return ProfileTiming(profile, retries + 1, waits, 0, tuple(levels))
-    if profile == "grpc-5.x":
+    if profile == GRPC_5X:
         d = spec.get("RETRY-5X-01").defaults
         durations = _durations(d["customizedNext"])
         attempts = int(d["max_attempts"])

@@ -16,9 +16,11 @@ from typing import Sequence
 
 import numpy as np
 
+from history.events import Event
+from history.parquet import arrow_schema
+from history.profiles import GRPC_5X, REMOTING_4X
 from reference_impl.rules.fifo import proxy_queue_for_group
 
-from .eventlog import Event, arrow_schema
 from .profiles import ProfileTiming, timing
 
 FAULTS = ("lost", "duplicate-delivery", "duplicate-apply", "reorder", "early-retry", "late-retry", "dlq-early",
@@ -31,7 +33,7 @@ FIFO_GROUP = "GF"
 class Distributions:
     """The stated distributions a plan is drawn from."""
 
-    profile: str = "grpc-5.x"
+    profile: str = GRPC_5X
     groups: tuple[str, ...] = ("G1", "G2")
     spacing_ms: int = 3
     queues: int = 8
@@ -64,7 +66,7 @@ class Plan:
 def plan_messages(count: int, seed: int, dist: Distributions, first_id: int = 1, start_ms: int = 0) -> Plan:
     rng = np.random.default_rng([seed, first_id])
     send = start_ms + (np.arange(count, dtype=np.int64) + first_id) * dist.spacing_ms
-    fifo = (rng.random(count) < dist.p_fifo) if dist.profile == "grpc-5.x" else np.zeros(count, bool)
+    fifo = (rng.random(count) < dist.p_fifo) if dist.profile == GRPC_5X else np.zeros(count, bool)
     mgroup = np.where(fifo, rng.integers(0, dist.message_groups, count), -1)
     delay = np.where(~fifo & (rng.random(count) < dist.p_delay), rng.integers(1, 7, count), 0)
     failures = {}
@@ -276,7 +278,7 @@ def inject(columns: dict[str, np.ndarray], plan: Plan, faults: dict[str, int], r
                 picked += 1
             if picked < count:
                 raise ValueError(f"--inject reorder={count}: the plan has only {picked} FIFO pairs; "
-                                 "reorder needs --profile grpc-5.x and more events")
+                                 f"reorder needs --profile {GRPC_5X} and more events")
         else:
             raise ValueError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
         done[name] = count
@@ -327,7 +329,7 @@ def to_table(columns: dict[str, np.ndarray], plan: Plan, run_id: str, profile: s
     return pa.table(data, schema=arrow_schema())
 
 
-def simulate(events: int, out: Path, *, seed: int = 1, profile: str = "grpc-5.x", faults: dict[str, int] | None = None,
+def simulate(events: int, out: Path, *, seed: int = 1, profile: str = GRPC_5X, faults: dict[str, int] | None = None,
              run_id: str | None = None, chunk_messages: int = 200_000, progress: bool = True) -> dict[str, object]:
     """Write about ``events`` events to ``out/run_id=<id>/part-*.parquet``; returns a summary."""
     import pyarrow.parquet as pq
@@ -371,12 +373,12 @@ def simulate(events: int, out: Path, *, seed: int = 1, profile: str = "grpc-5.x"
 
 def model_events(plan: Plan, dist: Distributions) -> list[Event]:
     """Run a plan through the discrete-event model with idempotent consumers that emit APPLY."""
+    from history.values import ListenerOutcome
     from reference_impl.model.simulation import Simulation
-    from reference_impl.rules.retry4x import ListenerOutcome
 
     sim = Simulation(dist.profile, seed=plan.seed)
     sim.broker.create_topic(STANDARD_TOPIC, 1, 1)
-    if dist.profile == "grpc-5.x":
+    if dist.profile == GRPC_5X:
         sim.broker.create_topic(FIFO_TOPIC, dist.queues, dist.queues)
         sim.broker.group(FIFO_GROUP).fifo = True
     seen: dict[tuple[str, str], int] = {}
@@ -397,11 +399,11 @@ def model_events(plan: Plan, dist: Distributions) -> list[Event]:
         return listener
 
     for g in dist.groups:
-        if dist.profile == "remoting-4.x":
+        if dist.profile == REMOTING_4X:
             sim.push_consumer_4x(g, STANDARD_TOPIC, listener_for(g))
         else:
             sim.push_consumer_5x(g, STANDARD_TOPIC, listener_for(g))
-    if dist.profile == "grpc-5.x":
+    if dist.profile == GRPC_5X:
         sim.push_consumer_5x(FIFO_GROUP, FIFO_TOPIC, listener_for(FIFO_GROUP))
     producer = sim.producer()
     for i in range(len(plan)):

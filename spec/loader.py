@@ -19,7 +19,6 @@ SPEC_DIR = Path(__file__).resolve().parent
 BEHAVIOURS_DIR = SPEC_DIR / "behaviours"
 SCENARIOS_DIR = SPEC_DIR / "scenarios"
 SCHEMAS_DIR = SPEC_DIR / "schemas"
-PROFILES = ("remoting-4.x", "grpc-5.x", "docs")
 
 
 class SpecError(Exception):

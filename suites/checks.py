@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from adapters.base import Target
+from history.profiles import REMOTING_4X
+from history.trace import Life
 
 from .oracle import Expected, Oracle
 from .plugin import inconclusive
-from .scenario import Life, Scenario
+from .scenario import Scenario
 
 
 class SpecViolation(AssertionError):
@@ -84,7 +86,7 @@ def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Ora
     for plan in scenario.messages:
         if plan.key in pinned:
             continue  # a pinned scenario's own expectation replaces the oracle for this key
-        require(plan.key in observed, "RETRY-CONC-03" if scenario.profile == "remoting-4.x" else "RETRY-5X-06",
+        require(plan.key in observed, "RETRY-CONC-03" if scenario.profile == REMOTING_4X else "RETRY-5X-06",
                 f"key {plan.key}: never delivered")
         life = observed[plan.key]
         expected = oracle.expected(scenario.consumer, plan.failures, max_reconsume_times=scenario.max_reconsume_times,

@@ -5,16 +5,18 @@ import dataclasses
 from typing import Callable
 
 from adapters.base import Target
+from history.profiles import GRPC_5X
+from history.trace import Life, lives
 
 from .checks import check_differential, check_scenario, tolerance_for
 from .oracle import default_oracle
-from .scenario import Life, Scenario, lives, run_scenario
+from .scenario import Scenario, run_scenario
 
 
 def fit_to_target(target: Target, scenario: Scenario) -> Scenario:
     """A target that drives only the Python 5.x SDK runs a scenario drawn for the Java one as Python;
     the reference's prediction then runs the same Python scenario, so the comparison stays exact."""
-    if scenario.profile == "grpc-5.x" and scenario.sdk == "java" and "sdk.java" not in target.capabilities \
+    if scenario.profile == GRPC_5X and scenario.sdk == "java" and "sdk.java" not in target.capabilities \
             and "sdk.python" in target.capabilities:
         return dataclasses.replace(scenario, sdk="python")
     return scenario

@@ -358,7 +358,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.OK if state.gate.passed else pytest.ExitCode.TESTS_FAILED
     out = session.config.getoption("--rmq-out")
     if out:
-        from spark_checks.eventlog import write_parquet
+        from history.parquet import write_parquet
 
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)

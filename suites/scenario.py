@@ -6,20 +6,22 @@ lives that the oracle and the reference prediction are compared with.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from adapters.base import Target
-from reference_impl.model.views import MessageView
-from reference_impl.rules.retry4x import ListenerOutcome
-from spark_checks.eventlog import Event
+from history.events import Event
+from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
+from history.values import ListenerOutcome
+from history.views import MessageView
 from spec.loader import SCENARIOS_DIR, load_yaml_validated
 
-PROFILE_OF = {"push4x-concurrent": "remoting-4.x", "push4x-orderly": "remoting-4.x",
-              "push4x-broadcast": "remoting-4.x", "push5x": "grpc-5.x", "push5x-fifo": "grpc-5.x",
-              "kafka-retry": "kafka-retry"}
+PROFILE_OF = {"push4x-concurrent": REMOTING_4X, "push4x-orderly": REMOTING_4X,
+              "push4x-broadcast": REMOTING_4X, "push5x": GRPC_5X, "push5x-fifo": GRPC_5X,
+              KAFKA_RETRY: KAFKA_RETRY}
+"""Consumer kind -> the profile it belongs to (the Kafka pattern's consumer kind is named as its profile)."""
 
 
 @dataclass(frozen=True)
@@ -51,16 +53,6 @@ class Scenario:
     @property
     def profile(self) -> str:
         return PROFILE_OF[self.consumer]
-
-
-@dataclass(frozen=True)
-class Life:
-    """The observed life of one message in the group: deliveries, waits between them, final state."""
-
-    deliveries: int
-    waits_ms: tuple[int, ...]
-    final: str
-    attempts: tuple[int, ...] = ()
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -126,7 +118,7 @@ def _start_consumers(target: Target, scenario: Scenario) -> list[Any]:
         # a clustering group fails a message's first deliveries wherever they land; each broadcasting
         # instance gets every message and runs its own script
         listener = ScriptedListener(scenario.messages) if scenario.consumer == "push4x-broadcast" else shared
-        if scenario.consumer.startswith("push4x") or scenario.consumer == "kafka-retry":
+        if scenario.consumer.startswith("push4x") or scenario.consumer == KAFKA_RETRY:
             consumers.append(target.push_consumer_4x(
                 scenario.group, scenario.topic, listener, orderly=scenario.consumer == "push4x-orderly",
                 broadcasting=scenario.consumer == "push4x-broadcast",
@@ -141,32 +133,4 @@ def _send_all(target: Target, scenario: Scenario) -> None:
     for plan in scenario.messages:
         producer.send(scenario.topic, plan.key.encode(), key=plan.key, message_group=plan.message_group,
                       delay_level=plan.delay_level)
-
-
-def lives(events: Iterable[Event], group: str) -> dict[str, Life]:
-    """Project a trace onto per-key lives in one group (interleaving across keys is ignored)."""
-    by_key: dict[str, list[Event]] = defaultdict(list)
-    for e in events:
-        if e.key is not None and (e.group == group or e.kind.startswith("SEND")):
-            by_key[e.key].append(e)
-    out: dict[str, Life] = {}
-    for key, evs in by_key.items():
-        delivered = [e for e in evs if e.kind == "DELIVER"]
-        times = [e.ts_ms for e in delivered]
-        waits = tuple(b - a for a, b in zip(times, times[1:]))
-        if any(e.kind == "DLQ" for e in evs):
-            final = "DLQ"
-        elif delivered and _last_outcome(evs) == "CONSUME_OK":
-            final = "CONSUMED"
-        elif delivered:
-            final = "DROPPED"
-        else:
-            final = "NOT_DELIVERED"
-        out[key] = Life(len(delivered), waits, final, tuple(e.attempt or 0 for e in delivered))
-    return out
-
-
-def _last_outcome(events: list[Event]) -> str | None:
-    outcomes = [e.kind for e in events if e.kind in ("CONSUME_OK", "CONSUME_FAIL")]
-    return outcomes[-1] if outcomes else None
 

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from reference_impl.rules.transaction import LocalTransactionState as S
+from history.values import LocalTransactionState as S
 from reference_impl.rules.transaction import TRANSACTION_TIMEOUT_MS
 from suites.checks import close_enough, require, tolerance_for
 from suites.oracle import default_oracle
@@ -20,7 +21,7 @@ def _first_delivery_after_send(target, key):
 
 
 def _consume_all(target, topic="T", group="G"):
-    from reference_impl.rules.retry4x import ListenerOutcome
+    from history.values import ListenerOutcome
 
     if target.profile == "remoting-4.x":
         return target.push_consumer_4x(group, topic, lambda v: ListenerOutcome.SUCCESS)
@@ -214,7 +215,7 @@ def test_immunity_property_delays_the_first_check(target):
 @pytest.mark.spec("RETRY-CONC-02")
 def test_broadcasting_failure_advances_the_local_offset(target):
     """BROADCASTING, RECONSUME_LATER on the only cached message: dropped, offset = queueOffset + 1."""
-    from reference_impl.rules.retry4x import ListenerOutcome
+    from history.values import ListenerOutcome
 
     target.create_topic("T", read_queues=1, write_queues=1)
     target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.RECONSUME_LATER, broadcasting=True)
@@ -229,7 +230,7 @@ def test_broadcasting_failure_advances_the_local_offset(target):
 @pytest.mark.spec("ORDER-4X-03", "ORDER-4X-02", "CLAIM-03")
 def test_orderly_default_max_retries_forever_and_blocks_the_queue(target):
     """maxReconsumeTimes -1 (Integer.MAX_VALUE): m0 is retried every second for an hour; m1 behind it waits."""
-    from reference_impl.rules.retry4x import ListenerOutcome
+    from history.values import ListenerOutcome
 
     target.create_topic("T", read_queues=1, write_queues=1)
     target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.SUSPEND if v.key == "m0" else ListenerOutcome.SUCCESS,

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from history.values import ListenerOutcome
 from reference_impl.rules import filter as reference_filter
 from reference_impl.rules.codes import RocketMQError
-from reference_impl.rules.retry4x import ListenerOutcome
 from suites import sql_oracle
 from suites.checks import require
 

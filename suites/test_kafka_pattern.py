@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
+from history.trace import lives
 from reference_impl.rules import kafka_pattern as k
 from suites import strategies
 from suites.checks import require
 from suites.harness import run_checked
 from suites.oracle import default_oracle
-from suites.scenario import Scenario, lives, run_scenario
+from suites.scenario import Scenario, run_scenario
 
 
 @pytest.mark.reference_rule

@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
+from history.trace import lives
 from suites.checks import require
 from suites.oracle import default_oracle
-from suites.scenario import MessagePlan, ScriptedListener, lives
+from suites.scenario import MessagePlan, ScriptedListener
 
 
 class MembershipMachine(RuleBasedStateMachine):

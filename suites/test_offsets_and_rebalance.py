@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
-from reference_impl.rules.retry4x import ListenerOutcome
+from history.values import ListenerOutcome
 from suites.checks import require
 
 OK = lambda v: ListenerOutcome.SUCCESS  # noqa: E731

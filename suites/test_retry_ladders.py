@@ -87,7 +87,8 @@ def test_full_17_attempt_ladder_5x(make_target, reference_for) -> None:
 @pytest.mark.parametrize("rt_failures,expected_deliveries,final", [(2, 3, "CONSUMED"), (99, 16, "DLQ")])
 def test_send_back_failure_falls_back_to_republish(make_target, rt_failures, expected_deliveries, final) -> None:
     """Send-back always failing: the client republishes with RECONSUME_TIME rt+1, so the DLQ comes one attempt early."""
-    from suites.scenario import lives, run_scenario
+    from history.trace import lives
+    from suites.scenario import run_scenario
 
     target = make_target()
     scenario = Scenario("push4x-concurrent", (MessagePlan("m0", failures=rt_failures),), faults={"send_back": -1})
@@ -101,7 +102,8 @@ def test_send_back_failure_falls_back_to_republish(make_target, rt_failures, exp
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("RETRY-CONC-03")
 def test_both_send_back_paths_failing_resubmits_locally_after_5s(make_target) -> None:
-    from suites.scenario import lives, run_scenario
+    from history.trace import lives
+    from suites.scenario import run_scenario
 
     target = make_target()
     scenario = Scenario("push4x-concurrent", (MessagePlan("m0", failures=1),),

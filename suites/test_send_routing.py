@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reference_impl.rules.codes import RocketMQError
 from suites.checks import require
@@ -243,7 +244,7 @@ def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, override
     ("grpc-5.x", "CID_RMQ_SYS_TRANS", 40003, "cannot use system consumer group"),
 ])
 def test_bad_group_names(make_target, profile, group, code, message):
-    from reference_impl.rules.retry4x import ListenerOutcome
+    from history.values import ListenerOutcome
 
     target = make_target(profile)
     target.create_topic("T")

@@ -13,15 +13,15 @@ from spark_checks.profiles import timing
 
 PROFILE = "grpc-5.x"
 Row = dict[str, Any]
-STRING_COLUMNS = ("run_id", "profile", "kind", "topic", "group", "msg_id", "key", "message_group")
 
 
 def as_table(rows: list[Row]):  # -> pyarrow.Table with the event log's types for these columns
     import pyarrow as pa
 
-    types = {**{c: pa.string() for c in STRING_COLUMNS}, "ts_ms": pa.int64(), "producer_seq": pa.int64(),
-             "attempt": pa.int32(), "delay_level": pa.int32(), "expected_delay_ms": pa.int64()}
-    return pa.Table.from_pylist(rows, schema=pa.schema(list(types.items())))
+    from history.parquet import arrow_schema
+
+    log = arrow_schema()
+    return pa.Table.from_pylist(rows, schema=pa.schema([log.field(c) for c in rows[0]]))
 
 
 def row(kind: str, ts: int, **fields: Any) -> Row:

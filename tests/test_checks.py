@@ -4,10 +4,17 @@ from __future__ import annotations
 import pytest
 
 from adapters.reference import ReferenceTarget
-from suites.checks import SpecViolation, Tolerance, check_differential, check_life, tolerance_for
+from history.trace import Life
+from suites.checks import (
+    SpecViolation,
+    Tolerance,
+    check_differential,
+    check_life,
+    tolerance_for,
+)
 from suites.harness import run_checked
 from suites.oracle import Expected
-from suites.scenario import Life, MessagePlan, Scenario
+from suites.scenario import MessagePlan, Scenario
 
 EXPECTED = Expected(3, (10_000, 30_000), "CONSUMED", ("RETRY-CONC-04", "RETRY-CONC-06", "RETRY-CONC-07"))
 

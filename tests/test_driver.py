@@ -15,8 +15,8 @@ from referencing import Registry, Resource
 
 from adapters.base import TargetError
 from adapters.driver import DriverTarget
+from history.values import ListenerOutcome
 from reference_impl.rules.codes import RocketMQError
-from reference_impl.rules.retry4x import ListenerOutcome
 from spec.loader import SCHEMAS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,13 +10,12 @@ import time
 from collections import Counter
 
 import pytest
+from serving import ROOT, start_serve, stop_serve
 
 from adapters.grpc import GrpcTarget
+from history.values import ListenerOutcome
 from reference_impl.rules import retry5x
-from reference_impl.rules.retry4x import ListenerOutcome
 from suites.checks import close_enough, tolerance_for
-
-from serving import ROOT, start_serve, stop_serve
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 
 USER_TEST = '''
 import pytest
-from reference_impl.rules.retry4x import ListenerOutcome
+from history.values import ListenerOutcome
 
 
 @pytest.mark.profile("remoting-4.x")

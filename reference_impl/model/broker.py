@@ -11,7 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry4x, retry5x
+from history.profiles import REMOTING_4X
+
+from ..rules import codes, retry4x, retry5x
+from ..rules import delay as delay_rules
+from ..rules import fifo as fifo_rules
+from ..rules import filter as filter_rules
 from ..rules import transaction as tx_rules
 
 if TYPE_CHECKING:
@@ -164,7 +169,7 @@ class Broker:
     name = "broker-a"
 
     def __init__(self, sim: "Simulation", delay_table: delay_rules.DelayTable = delay_rules.DEFAULT_DELAY_TABLE,
-                 tx_check_interval_ms: int = tx_rules.CHECK_INTERVAL_MS["remoting-4.x"]) -> None:
+                 tx_check_interval_ms: int = tx_rules.CHECK_INTERVAL_MS[REMOTING_4X]) -> None:
         self.sim = sim
         self.delay_table = delay_table
         self.topics: dict[str, TopicConfig] = {}

@@ -8,11 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ..rules import codes, filter as filter_rules, offsets as offset_rules, orderly4x, retry4x
+from history.values import ListenerOutcome
+from history.views import Listener, MessageView
+
+from ..rules import codes, orderly4x, retry4x
+from ..rules import filter as filter_rules
+from ..rules import offsets as offset_rules
 from ..rules.codes import RocketMQError
-from ..rules.retry4x import ListenerOutcome
 from .broker import Message
-from .views import Listener, MessageView
 
 if TYPE_CHECKING:
     from .simulation import Simulation

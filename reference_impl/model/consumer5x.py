@@ -8,10 +8,12 @@ import itertools
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ..rules import codes, filter as filter_rules, retry4x, retry5x
-from ..rules.retry4x import ListenerOutcome
+from history.values import ListenerOutcome
+from history.views import Listener, MessageView
+
+from ..rules import codes, retry4x, retry5x
+from ..rules import filter as filter_rules
 from .broker import InFlight
-from .views import Listener, MessageView
 
 if TYPE_CHECKING:
     from .simulation import Simulation

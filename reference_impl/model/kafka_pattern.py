@@ -10,12 +10,13 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from spark_checks.eventlog import EventRecorder
+from history.events import EventRecorder
+from history.profiles import KAFKA_RETRY
+from history.values import ListenerOutcome
+from history.views import Listener, MessageView, SendResult
 
 from ..rules import kafka_pattern as rules
-from ..rules.retry4x import ListenerOutcome
 from .clock import VirtualClock
-from .views import Listener, MessageView, SendResult
 
 
 @dataclass
@@ -31,7 +32,7 @@ class KafkaPatternSimulation:
     def __init__(self, *, run_id: str = "run", seed: int = 0, max_retry_count: int = rules.DEFAULT_MAX_RETRY_COUNT,
                  retry_delay_ms: int = rules.DEFAULT_RETRY_DELAY_MS) -> None:
         self.clock = VirtualClock()
-        self.recorder = EventRecorder(run_id, "reference", "kafka-retry")
+        self.recorder = EventRecorder(run_id, "reference", KAFKA_RETRY)
         self.partitions: dict[str, int] = {}
         self.logs: dict[tuple[str, int], list[Record]] = defaultdict(list)
         self.max_retry_count = max_retry_count

@@ -9,12 +9,17 @@ import itertools
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from ..rules import codes, delay as delay_rules, fifo as fifo_rules, queue_selection as qsel
-from ..rules import send as send_rules, storage, transaction as tx_rules, validation
+from history.views import SendResult
+
+from ..rules import codes, storage, validation
+from ..rules import delay as delay_rules
+from ..rules import fifo as fifo_rules
+from ..rules import queue_selection as qsel
+from ..rules import send as send_rules
+from ..rules import transaction as tx_rules
 from ..rules.allocation import MessageQueue
 from ..rules.codes import RocketMQError
 from ..rules.primitives import java_string_hash
-from .views import SendResult
 
 if TYPE_CHECKING:
     from .broker import HalfMessage, TopicConfig

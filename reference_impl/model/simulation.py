@@ -5,27 +5,28 @@ import itertools
 from collections import Counter, defaultdict
 from typing import Mapping
 
-from spark_checks.eventlog import EventRecorder
+from history.events import EventRecorder
+from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
+from history.views import Listener, MessageView
 
-from ..rules import allocation, delay as delay_rules, retry5x, transaction as tx_rules, validation
+from ..rules import allocation, retry5x, validation
+from ..rules import delay as delay_rules
+from ..rules import transaction as tx_rules
 from .broker import Broker, HalfMessage, Message
 from .clock import VirtualClock
 from .consumer4x import PushConsumer4x
 from .consumer5x import PushConsumer5x, SimpleConsumer5x
 from .producer import Producer, TransactionCheck, TransactionProducer
-from .views import Listener, MessageView
-
-PROFILES = ("remoting-4.x", "grpc-5.x")
 
 
 class Simulation:
     """Deterministic for a seed: the same calls give the same events, timestamps and ids."""
 
-    def __init__(self, profile: str = "remoting-4.x", *, run_id: str = "run", target: str = "reference",
+    def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", target: str = "reference",
                  seed: int = 0, message_delay_level: str = delay_rules.DEFAULT_MESSAGE_DELAY_LEVEL,
                  recorder: EventRecorder | None = None) -> None:
-        if profile not in PROFILES:
-            raise ValueError(f"the reference model runs profiles {', '.join(PROFILES)}; got {profile!r}")
+        if profile not in BROKER_PROFILES:
+            raise ValueError(f"the reference model runs profiles {', '.join(BROKER_PROFILES)}; got {profile!r}")
         table = delay_rules.parse_delay_levels(message_delay_level)
         if not table.ok:
             raise ValueError(f"messageDelayLevel {message_delay_level!r} does not parse (DELAY-02)")
@@ -80,11 +81,11 @@ class Simulation:
     # ---- clients ----------------------------------------------------------------------------
 
     def producer(self, group: str = "P", *, grpc: bool | None = None, **options: object) -> Producer:
-        grpc = self.profile == "grpc-5.x" if grpc is None else grpc
+        grpc = self.profile == GRPC_5X if grpc is None else grpc
         return Producer(self, group, self.new_client_id("producer"), grpc, **options)  # type: ignore[arg-type]
 
     def transaction_producer(self, group: str = "TP", check: TransactionCheck | None = None) -> TransactionProducer:
-        return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == "grpc-5.x", check)
+        return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == GRPC_5X, check)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: object) -> PushConsumer4x:
         validation.check_group(group, "4.9.8")  # LIMIT-02

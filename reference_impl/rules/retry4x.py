@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from history.values import ListenerOutcome
+
 from . import delay as delay_rules
 from .primitives import INT_MAX
 
@@ -33,18 +35,6 @@ SUBSCRIPTION_GROUP_NOT_EXIST = 26
 class ConsumeStatus(enum.Enum):
     CONSUME_SUCCESS = "CONSUME_SUCCESS"
     RECONSUME_LATER = "RECONSUME_LATER"
-
-
-class ListenerOutcome(enum.Enum):
-    """What a scripted listener does; the client maps it to a status."""
-
-    SUCCESS = "SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
-    EXCEPTION = "EXCEPTION"
-    NULL = "NULL"
-    SUSPEND = "SUSPEND"  # orderly listeners only
-    COMMIT = "COMMIT"
-    ROLLBACK = "ROLLBACK"
 
 
 def retry_topic(group: str) -> str:

@@ -4,8 +4,15 @@ from __future__ import annotations
 import enum
 from typing import Mapping
 
+from history.profiles import GRPC_5X, REMOTING_4X
+from history.values import LocalTransactionState
+
 from . import codes
-from .delay import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from .delay import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
 
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
@@ -13,15 +20,9 @@ CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 TRANSACTION_CHECK_MAX = 15
 TRANSACTION_TIMEOUT_MS = 6000
 FILE_RESERVED_TIME_MS = 72 * 3_600_000
-CHECK_INTERVAL_MS = {"remoting-4.x": 60_000, "grpc-5.x": 30_000}
+CHECK_INTERVAL_MS = {REMOTING_4X: 60_000, GRPC_5X: 30_000}
 MAX_TRANSACTION_RECOVERY_SECOND = 3600
 OP_TAG = "d"
-
-
-class LocalTransactionState(enum.Enum):
-    COMMIT_MESSAGE = "COMMIT_MESSAGE"
-    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
-    UNKNOW = "UNKNOW"
 
 
 def half_message(topic: str, queue_id: int, properties: Mapping[str, str], producer_group: str) -> tuple[str, int, dict[str, str]]:

@@ -13,10 +13,12 @@ import grpc
 import yaml
 from rocketmq.grpc_protocol import service_pb2_grpc
 
+from history.profiles import GRPC_5X
+
+from .. import VERSION
 from ..model.simulation import Simulation
 from .admin import MESSAGE_TYPES, AdminService
 from .realtime import RealTimeModel
-from .. import VERSION
 from .service import MessagingService, ServeOptions
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # bodies over the proxy's 4 MiB must reach the handler to be refused
@@ -59,9 +61,9 @@ class ReferenceServer:
     """The model, its real-time driver and the grpcio server around them."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
-                 profile: str = "grpc-5.x", config: ServeConfig | None = None, seed: int = 0,
+                 profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
                  workers: int = 64) -> None:
-        if profile != "grpc-5.x":
+        if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
         self.sim = Simulation(profile, run_id="serve", target="rmqc-serve", seed=seed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ..rules.retry4x import ListenerOutcome
+from history.values import ListenerOutcome
 
 
 @dataclass(frozen=True)

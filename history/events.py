@@ -1,0 +1,73 @@
+"""Event log v1: the record every target emits (one row per observable transition).
+
+The JSON Schema ``spec/schemas/event-log.schema.json`` is authoritative; the columns, their order and
+their storage types are this dataclass's fields (a test checks they match the schema). Nothing else in
+the project writes the list of columns: ``COLUMNS`` and ``COLUMN_TYPES`` are derived from here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping
+
+EVENT_KINDS = (
+    "SEND_INVOKE", "SEND_OK", "SEND_FAIL", "SEND_UNKNOWN", "DELIVER", "CONSUME_OK", "CONSUME_FAIL",
+    "ACK", "RETRY_SCHEDULED", "DLQ", "APPLY", "OFFSET_COMMIT", "REBALANCE",
+    "TX_HALF", "TX_END", "TX_CHECK", "TX_DISCARD",
+)
+
+
+def _column(storage: str, default: object = None) -> object:
+    """A column with its storage type (``string``, ``int32``, ``int64``, ``map``)."""
+    if storage == "map":
+        return field(default_factory=dict, metadata={"storage": storage})
+    return field(default=default, metadata={"storage": storage})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """One observable transition (event log v1), its fields in the log's column order."""
+
+    run_id: str = _column("string", "")  # type: ignore[assignment]
+    target: str = _column("string", "")  # type: ignore[assignment]
+    profile: str = _column("string", "")  # type: ignore[assignment]
+    seq: int = _column("int64", 0)  # type: ignore[assignment]
+    ts_ms: int = _column("int64")  # type: ignore[assignment]
+    kind: str = _column("string")  # type: ignore[assignment]
+    topic: str | None = _column("string")  # type: ignore[assignment]
+    group: str | None = _column("string")  # type: ignore[assignment]
+    client_id: str | None = _column("string")  # type: ignore[assignment]
+    queue_id: int | None = _column("int32")  # type: ignore[assignment]
+    queue_offset: int | None = _column("int64")  # type: ignore[assignment]
+    msg_id: str | None = _column("string")  # type: ignore[assignment]
+    key: str | None = _column("string")  # type: ignore[assignment]
+    message_group: str | None = _column("string")  # type: ignore[assignment]
+    producer_seq: int | None = _column("int64")  # type: ignore[assignment]
+    attempt: int | None = _column("int32")  # type: ignore[assignment]
+    delay_level: int | None = _column("int32")  # type: ignore[assignment]
+    expected_delay_ms: int | None = _column("int64")  # type: ignore[assignment]
+    detail: Mapping[str, str] = _column("map")  # type: ignore[assignment]
+
+
+COLUMN_TYPES: dict[str, str] = {f.name: f.metadata["storage"] for f in dataclasses.fields(Event)}
+"""Column name -> storage type, in the log's column order."""
+COLUMNS: tuple[str, ...] = tuple(COLUMN_TYPES)
+
+
+class EventRecorder:
+    """Collects events for one target, numbering them in observation order."""
+
+    def __init__(self, run_id: str, target: str, profile: str) -> None:
+        self.run_id, self.target, self.profile = run_id, target, profile
+        self.events: list[Event] = []
+        self._seq = itertools.count()
+
+    def emit(self, kind: str, ts_ms: int, **fields: object) -> Event:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {kind!r}; known: {', '.join(EVENT_KINDS)}")
+        detail = {k: str(v) for k, v in dict(fields.pop("detail", {}) or {}).items()}  # type: ignore[arg-type]
+        event = Event(kind=kind, ts_ms=ts_ms, seq=next(self._seq), run_id=self.run_id, target=self.target,
+                      profile=self.profile, detail=detail, **fields)  # type: ignore[arg-type]
+        self.events.append(event)
+        return event

@@ -1,0 +1,25 @@
+"""The values a target speaks, whatever implements it: what a listener answers, what a local
+transaction says. Rules, models, adapters and drivers all use these same enums."""
+from __future__ import annotations
+
+import enum
+
+
+class ListenerOutcome(enum.Enum):
+    """What a scripted listener does; the client maps it to a status (RETRY-CONC-01, ORDER-4X-01)."""
+
+    SUCCESS = "SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+    EXCEPTION = "EXCEPTION"
+    NULL = "NULL"
+    SUSPEND = "SUSPEND"  # orderly listeners only
+    COMMIT = "COMMIT"
+    ROLLBACK = "ROLLBACK"
+
+
+class LocalTransactionState(enum.Enum):
+    """A transaction checker's answer (TX-03)."""
+
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"
