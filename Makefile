@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PYTEST_FLAGS ?= -q -p no:cacheprovider
+PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci
 
 .PHONY: install browser driver-4x run test bench bench-spark clean
 

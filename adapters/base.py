@@ -9,6 +9,7 @@ import abc
 from typing import Callable, Mapping, Protocol, Sequence
 
 from history.events import Event
+from history.outcomes import NotApplicable
 from history.values import LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 
@@ -31,15 +32,12 @@ CAPABILITIES = {
     "consumer.filter.tag": "tag subscriptions", "consumer.filter.sql": "SQL92 subscriptions",
     "consumer.crash": "a consumer can be killed without a clean shutdown",
     "observe.queue_id": "the queue a sent message was stored in is observable by the client",
+    "observe.offset": "the consume offset the broker stores for a group and queue can be queried",
 }
 
 
 class TargetError(Exception):
     """A target cannot be created or reached; one line with the address and the cause."""
-
-
-class NotApplicable(Exception):
-    """The target lacks a capability or a profile; the message is the recorded reason."""
 
 
 class ProducerHandle(Protocol):
@@ -122,6 +120,12 @@ class Target(abc.ABC):
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         self.require("inspect.broker")
         return []
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """The consume offset the broker stores for ``group`` on a queue, as a client's
+        QUERY_CONSUMER_OFFSET reads it; ``None`` when it stores none (OFFSET-03, OFFSET-04)."""
+        self.require("observe.offset")
+        return None
 
     # time
     @abc.abstractmethod

@@ -24,6 +24,7 @@ from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
 
 from .base import TargetError
+from .targets import CONTAINER, Probe
 
 DEFAULT_TIME_SCALE = float(os.environ.get("RMQC_CONTAINER_TIME_SCALE", "0.1"))
 READY_TIMEOUT_S = 180.0
@@ -40,14 +41,14 @@ def engine_error(image: str) -> str | None:
     try:
         import docker
     except ImportError as exc:  # pragma: no cover - testcontainers (and docker) are dependencies
-        return f"container:{image}: the docker client is not installed ({exc})"
+        return f"{CONTAINER.text(image)}: the docker client is not installed ({exc})"
     try:
         client = docker.from_env(timeout=5)
         client.ping()
         client.close()
     except Exception as exc:  # DockerException and friends: the message is the engine's cause
         cause = " ".join(str(exc).split())
-        return f"container:{image}: no Docker engine: {cause}"
+        return f"{CONTAINER.text(image)}: no Docker engine: {cause}"
     return None
 
 
@@ -258,6 +259,18 @@ def container_target(image: str, profile: str = GRPC_5X, **kw: Any) -> Any:
             self._groups.setdefault(name, {}).update(retry_max_times=retry_max_times, fifo=fifo)
 
     target = ContainerTarget(address, profile, time_scale=plan.time_scale, **kw)
-    target.name = f"container:{image}"
+    target.name = CONTAINER.text(image)
     target.version = image.rpartition(":")[2] if ":" in image else None
     return target
+
+
+build = container_target
+"""A target of the ``container:IMAGE`` kind (``adapters.targets``)."""
+
+
+def probe(address: str) -> Probe:
+    """A Docker engine must answer; the image's proxy runs the 5.x profile on a wall clock."""
+    error = engine_error(address)
+    if error:
+        raise TargetError(error)
+    return Probe((GRPC_5X,), "wall")

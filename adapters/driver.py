@@ -32,6 +32,7 @@ from .driver_codec import (
     view_from_json,
     view_to_json,
 )
+from .targets import DRIVER, Probe
 
 HELLO_TIMEOUT_S = 30.0
 
@@ -48,7 +49,7 @@ class DriverProcess:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd)
         except OSError as exc:
-            raise TargetError(f"driver:{command}: cannot start: {exc.strerror or exc}") from None
+            raise TargetError(f"{DRIVER.text(command)}: cannot start: {exc.strerror or exc}") from None
         self._ids = itertools.count(1)
         self.sessions: dict[str, "DriverTarget"] = {}
         self._stderr: list[str] = []
@@ -69,7 +70,7 @@ class DriverProcess:
         finally:
             timer.cancel()
         if hello.get("protocol") != PROTOCOL_VERSION:
-            raise TargetError(f"driver:{self.command}: speaks protocol {hello.get('protocol')!r}, "
+            raise TargetError(f"{DRIVER.text(self.command)}: speaks protocol {hello.get('protocol')!r}, "
                               f"this harness {PROTOCOL_VERSION}")
         return hello
 
@@ -80,7 +81,7 @@ class DriverProcess:
             self.process.kill()
         time.sleep(0.05)  # let the stderr reader take the last lines
         tail = " | ".join(self._stderr[-3:]) or "no output on stderr"
-        return TargetError(f"driver:{self.command}: the driver exited (code {self.process.returncode}): {tail}")
+        return TargetError(f"{DRIVER.text(self.command)}: the driver exited (code {self.process.returncode}): {tail}")
 
     def call(self, command: dict[str, Any]) -> dict[str, Any]:
         """Send one command; serve events and asks until its reply; raise the driver's error."""
@@ -94,7 +95,7 @@ class DriverProcess:
             try:
                 message = json.loads(line)
             except json.JSONDecodeError:
-                raise TargetError(f"driver:{self.command}: not a JSON line: {line[:200]!r}") from None
+                raise TargetError(f"{DRIVER.text(self.command)}: not a JSON line: {line[:200]!r}") from None
             if "event" in message:
                 session = self.sessions.get(message.get("target", ""))
                 if session is not None:
@@ -116,7 +117,7 @@ class DriverProcess:
             state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
             answer["state"] = None if state is None else LocalTransactionState(state).name
         else:
-            raise DriverError(f"driver:{self.command}: unknown ask {ask['ask']!r}")
+            raise DriverError(f"{DRIVER.text(self.command)}: unknown ask {ask['ask']!r}")
         self._send(answer)
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -158,7 +159,7 @@ class DriverTarget(Target):
     def __init__(self, command: str, profile: str, *, run_id: str = "run", seed: int = 0) -> None:
         self.process = driver_process(command)
         hello = self.process.hello
-        self.name = f"driver:{command}"
+        self.name = DRIVER.text(command)
         self.profile = profile
         self.session = f"s{next(self._sessions)}"
         self.time_scale = float(hello.get("time_scale", 1.0))
@@ -201,6 +202,11 @@ class DriverTarget(Target):
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         return list(self.call("stored_messages", topic=topic)["messages"])
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        self.require("observe.offset")
+        offset = self.call("committed_offset", group=group, topic=topic, queue_id=queue_id)["offset"]
+        return None if offset is None else int(offset)
 
     # clients
     def producer(self, group: str = "P", **options: object) -> "DriverProducer":
@@ -303,9 +309,6 @@ class DriverConsumer:
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(t, q): o for t, q, o in self._state()["offsets"]}
 
-    def _stored(self, key: tuple[str, int]) -> int | None:
-        return self.target.call("stored_offset", handle=self.handle, topic=key[0], queue_id=key[1])["offset"]
-
 
 class DriverSimpleConsumer:
     def __init__(self, target: DriverTarget, handle: str) -> None:
@@ -322,3 +325,23 @@ class DriverSimpleConsumer:
         answer = self.target.call("change_invisible_duration", handle=self.handle, view=view_to_json(view),
                                   invisible_ms=invisible_ms)
         return int(answer["code"]), answer.get("receipt_handle")
+
+
+REFERENCE_IMPLEMENTATION = "rocketmq-conformance reference"
+"""What the reference driver's hello calls its implementation."""
+
+
+def build(address: str, profile: str, **options: object) -> DriverTarget:
+    """A session in the driver process of the ``driver:CMD`` kind (``adapters.targets``)."""
+    return DriverTarget(address, profile, **options)  # type: ignore[arg-type]
+
+
+def probe(address: str) -> Probe:
+    """Start the driver (one process per command) and read its hello: its profiles, clock and version,
+    and whether it wraps this very version of the reference."""
+    from reference_impl import VERSION
+
+    hello = driver_process(address).hello
+    wraps_reference = hello.get("implementation") == REFERENCE_IMPLEMENTATION and hello.get("version") == VERSION
+    return Probe(tuple(hello.get("profiles", ())), str(hello.get("clock", "wall")), hello.get("version"),
+                 wraps_reference)

@@ -28,10 +28,11 @@ from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
-from reference_impl.serve import admin
+from frontends.grpc import admin
 
 from .base import NotApplicable, Target, TargetError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
+from .targets import GRPC, Probe
 
 log = logging.getLogger("rmqc.grpc")
 
@@ -64,7 +65,7 @@ def admin_call(address: str, method: str, request: dict[str, Any], timeout_s: fl
         channel.close()
 
 
-def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
+def server_info(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
     """Reach the endpoint once; ``rmqc serve`` answers ``rmqc.Admin/Info``, a real proxy UNIMPLEMENTED."""
     try:
         answer = admin_call(address, "Info", {}, timeout_s, wait_for_ready=True)
@@ -74,7 +75,7 @@ def probe(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
         cause = exc.details() or exc.code().name
         if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
             cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
-        raise TargetError(f"grpc://{address}: unreachable: {cause}") from None
+        raise TargetError(f"{GRPC.text(address)}: unreachable: {cause}") from None
     return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
                       f"{answer['server']} {answer['version']}", str(answer["version"]))
 
@@ -91,12 +92,12 @@ class GrpcTarget(Target):
     def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
                  time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S) -> None:
         if profile != GRPC_5X:
-            raise NotApplicable(f"grpc://{address} speaks the 5.x protocol; profile {profile} needs another target")
+            raise NotApplicable(f"{GRPC.text(address)} speaks the 5.x protocol; profile {profile} needs another target")
         self.address = address
-        self.name = f"grpc://{address}"
+        self.name = GRPC.text(address)
         self.profile = profile
         self.capabilities = CAPABILITIES
-        self.info = probe(address)
+        self.info = server_info(address)
         self.time_scale = time_scale or self.info.time_scale
         self.version = self.info.version
         self.budget_s = budget_s
@@ -654,3 +655,14 @@ class GrpcPushConsumer:
 
 
 __all__ = ["GrpcTarget", "probe", "admin_call", "ServerInfo"]
+
+
+def build(address: str, profile: str, **options: object) -> GrpcTarget:
+    """A target of the ``grpc://HOST:PORT`` kind (``adapters.targets``)."""
+    return GrpcTarget(address, profile, **options)  # type: ignore[arg-type]
+
+
+def probe(address: str) -> Probe:
+    """Reach the proxy once: it runs the 5.x profile, on a wall clock."""
+    info = server_info(address)
+    return Probe((GRPC_5X,), "wall", info.version)

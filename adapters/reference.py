@@ -4,7 +4,13 @@ from __future__ import annotations
 from typing import Callable
 
 from history.events import Event
-from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
+from history.profiles import (
+    BROKER_PROFILES,
+    GRPC_5X,
+    KAFKA_RETRY,
+    REFERENCE_PROFILES,
+    REMOTING_4X,
+)
 from history.values import LocalTransactionState
 from history.views import Listener
 from reference_impl import VERSION
@@ -12,11 +18,12 @@ from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
 
 from .base import NotApplicable, Target
+from .targets import Probe
 
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
            "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
            "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
-           "observe.queue_id"}
+           "observe.queue_id", "observe.offset"}
 CAPABILITIES_BY_PROFILE = {
     REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
@@ -99,6 +106,9 @@ class ReferenceTarget(Target):
         self.require("fault.send")
         self.sim.broker.faults.add_send_fault(broker, outcome, count)
 
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        return self.sim.broker.offsets.get((group, topic, queue_id))
+
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         out = []
         for (stored_topic, _), queue in sorted(self.sim.broker.queues.items()):
@@ -125,3 +135,16 @@ class ReferenceTarget(Target):
 def _as_record(m: Message) -> dict[str, object]:
     return {"msg_id": m.msg_id, "topic": m.topic, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
             "reconsume_times": m.reconsume_times, "properties": dict(m.properties), "store_ms": m.store_ms}
+
+
+def build(address: str, profile: str, **options: object) -> Target:
+    """The in-process reference of the ``reference`` kind (``adapters.targets``); the Kafka pattern's
+    model for ``kafka-retry``."""
+    from .kafka_pattern import KafkaPatternTarget
+
+    return (KafkaPatternTarget if profile == KAFKA_RETRY else ReferenceTarget)(profile, **options)  # type: ignore[arg-type]
+
+
+def probe(address: str) -> Probe:
+    """Nothing to reach: the reference runs every profile it models, on a virtual clock."""
+    return Probe(REFERENCE_PROFILES, "virtual", VERSION, runs_reference=True)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.sdk5x import load_sdk  # noqa: E402
-from reference_impl.serve.process import spawn_listening  # noqa: E402
+from frontends.process import spawn_listening  # noqa: E402
 
 
 def workload(address: str, messages: int, producers: int, consumers: int, topic: str) -> tuple[float, float]:

@@ -14,6 +14,7 @@ import sys
 from typing import Any, Callable, Iterator, Mapping, TextIO
 
 from adapters.base import NotApplicable
+from adapters.driver import REFERENCE_IMPLEMENTATION
 from adapters.driver_codec import (
     PROTOCOL_VERSION,
     body_from_json,
@@ -23,7 +24,8 @@ from adapters.driver_codec import (
     view_from_json,
     view_to_json,
 )
-from adapters.registry import target_factory, target_profiles
+from adapters.targets import reference_target
+from history.profiles import REFERENCE_PROFILES
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl import VERSION
@@ -49,7 +51,6 @@ class ScriptListener:
 class ReferenceDriver:
     def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
         self.stdin, self.stdout = stdin, stdout
-        self.factory = target_factory("reference")[1]
         self.targets: dict[str, Any] = {}  # ReferenceTarget, or KafkaPatternTarget for kafka-retry
         self.flushed: dict[str, int] = {}
         self.handles: dict[str, Any] = {}
@@ -107,11 +108,11 @@ class ReferenceDriver:
 
     def cmd_hello(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"protocol": PROTOCOL_VERSION, "driver": "reference", "version": VERSION,
-                "implementation": "rocketmq-conformance reference",
-                "profiles": list(target_profiles("reference")), "clock": "virtual", "time_scale": 1.0}
+                "implementation": REFERENCE_IMPLEMENTATION,
+                "profiles": list(REFERENCE_PROFILES), "clock": "virtual", "time_scale": 1.0}
 
     def cmd_open(self, m: dict[str, Any]) -> dict[str, Any]:
-        target = self.factory(profile=m["profile"], run_id=m.get("run_id", "run"), seed=int(m.get("seed", 0)))
+        target = reference_target(m["profile"], run_id=m.get("run_id", "run"), seed=int(m.get("seed", 0)))
         self.targets[m["target"]] = target
         self.flushed[m["target"]] = 0
         return {"capabilities": sorted(target.capabilities), "version": target.version}
@@ -239,9 +240,9 @@ class ReferenceDriver:
         return {"client_id": c.client_id, "assigned": [list(q) for q in sorted(c.assigned)],
                 "offsets": [[t, q, o] for (t, q), o in sorted(c.offsets.items())]}
 
-    def cmd_stored_offset(self, m: dict[str, Any]) -> dict[str, Any]:
-        """The offset a 4.x push consumer last persisted for a queue (the broker's, or its local store)."""
-        return {"offset": self.handles[m["handle"]]._stored((m["topic"], int(m["queue_id"])))}
+    def cmd_committed_offset(self, m: dict[str, Any]) -> dict[str, Any]:
+        """The consume offset the broker stores for a group on a queue."""
+        return {"offset": self._t(m).committed_offset(m["group"], m["topic"], int(m["queue_id"]))}
 
 def main() -> int:
     ReferenceDriver(sys.stdin, sys.stdout).run()

@@ -16,7 +16,9 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from spec.loader import Spec, SpecError, _display, _node_at, load_yaml_validated
+from spec.loader import Spec, SpecError, display_path, load_yaml_validated, node_at
+
+from .summary import BehaviourResult, RunSummary
 
 STATUSES = ("fail", "intermittent")
 
@@ -75,11 +77,11 @@ class ExpectationFile:
 def load_expectations(path: Path, spec: Spec) -> ExpectationFile:
     """Read and check an expectation file; any bad entry is a ``SpecError`` naming file, line and ID."""
     data, root = load_yaml_validated(path, "expectations.schema.json")
-    shown = _display(path)
+    shown = display_path(path)
     entries: list[Expectation] = []
     seen: dict[tuple[str, str], int] = {}
     for index, raw in enumerate(data["expectations"]):
-        line = _node_at(root, ["expectations", index]).start_mark.line + 1
+        line = node_at(root, ["expectations", index]).start_mark.line + 1
         bid = raw["id"]
         if bid not in spec.behaviours:
             raise SpecError(f"{shown}:{line}: {bid}: unknown behaviour ID (see spec/behaviours/)")
@@ -147,22 +149,22 @@ def first_failing(tests: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | Non
     return next((t for t in tests if t["verdict"] == "fail"), None)
 
 
-def first_failure(behaviour: Mapping[str, Any]) -> str:
+def _first_failure(behaviour: BehaviourResult) -> str:
     """The first failing test's reason, for messages and new expectations."""
-    failing = first_failing(behaviour.get("tests", ()))
-    return f"{failing['test']}: {failing['reason']}" if failing else ""
+    failing = next((t for t in behaviour.tests if t.verdict == "fail"), None)
+    return f"{failing.test}: {failing.reason}" if failing else ""
 
 
-def gate(summary: Mapping[str, Any], expectations: ExpectationFile) -> GateResult:
+def gate(summary: RunSummary, expectations: ExpectationFile) -> GateResult:
     """Compare a run's verdicts with its expectation file (WPT-style: unexpected results fail it)."""
-    held = expectations.applicable(summary.get("profiles", ()), summary.get("version"))
+    held = expectations.applicable(summary.profiles, summary.version)
     result = GateResult(expectations.path or expectations.target)
-    behaviours = summary.get("behaviours", {})
+    behaviours = summary.behaviours
     for bid, b in sorted(behaviours.items()):
-        verdict, expected = b["verdict"], held.get(bid)
+        verdict, expected = b.verdict, held.get(bid)
         if expected is None:
             if verdict == "fail":
-                result.unexpected_failures.append({"id": bid, "reason": first_failure(b)})
+                result.unexpected_failures.append({"id": bid, "reason": _first_failure(b)})
             continue
         entry = {"id": bid, "reason": expected.reason, "verdict": verdict, "where": f"{expected.file}:{expected.line}"}
         if expected.status == "intermittent":
@@ -181,17 +183,17 @@ def gate(summary: Mapping[str, Any], expectations: ExpectationFile) -> GateResul
 
 # ---- writing a file from a run ----------------------------------------------------------------
 
-def updated_entries(summary: Mapping[str, Any], existing: ExpectationFile | None) -> tuple[list[Expectation], list[str]]:
+def updated_entries(summary: RunSummary, existing: ExpectationFile | None) -> tuple[list[Expectation], list[str]]:
     """Entries after a run: failures kept or added, stale ones dropped, others left as they were.
     Returns the entries and one line per change."""
-    profiles, version = summary.get("profiles", ()), summary.get("version")
-    behaviours = summary.get("behaviours", {})
+    profiles, version = summary.profiles, summary.version
+    behaviours = summary.behaviours
     kept: list[Expectation] = []
     changes: list[str] = []
     covered: set[str] = set()
     for e in existing.entries if existing else ():
         holds = e.applies(profiles, version)
-        verdict = behaviours.get(e.id, {}).get("verdict")
+        verdict = behaviours[e.id].verdict if e.id in behaviours else None
         if holds and e.status == "fail" and verdict == "pass":
             changes.append(f"removed {e.id}: passes now (was expected to fail: {e.reason})")
             continue
@@ -199,9 +201,9 @@ def updated_entries(summary: Mapping[str, Any], existing: ExpectationFile | None
         if holds:
             covered.add(e.id)
     for bid, b in sorted(behaviours.items()):
-        if b["verdict"] == "fail" and bid not in covered:
-            reason = first_failure(b) or "fails"
-            kept.append(Expectation(bid, "fail", f"run {summary.get('run_id', '?')}: {reason}"))
+        if b.verdict == "fail" and bid not in covered:
+            reason = _first_failure(b) or "fails"
+            kept.append(Expectation(bid, "fail", f"run {summary.run_id}: {reason}"))
             changes.append(f"added {bid}: {reason}")
     return kept, changes
 

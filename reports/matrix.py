@@ -16,6 +16,7 @@ from typing import Any
 from spec.loader import Spec
 
 from .expectations import first_failing
+from .summary import RunSummary, SummaryError
 
 CELL_STATES = ("fail", "expected failure", "inconclusive", "pass", "not applicable", "not tested")
 TRACE_EVENTS = 60
@@ -51,15 +52,10 @@ class Run:
 
 
 def load_run(folder: Path) -> Run:
-    path = folder / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportInputError(f"{folder}: not a run folder (no summary.json; write one with rmqc run --out)") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportInputError(f"{path}: cannot read the run summary: {exc}") from None
-    if not isinstance(summary, dict) or "behaviours" not in summary:
-        raise ReportInputError(f"{path}: not an rmqc run summary (no behaviours)")
+    try:  # read through the typed record, so a summary that does not validate is one clear error
+        summary = RunSummary.read(folder / "summary.json").as_json()
+    except SummaryError as exc:
+        raise ReportInputError(str(exc)) from None
     spark = {}
     for result in sorted(folder.glob("spark-*/result.json")):
         try:

@@ -3,11 +3,13 @@ expectation file in step with its runs."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from adapters.base import TargetError
+from adapters.targets import parse_target
 from reports.expectations import load_expectations, render, updated_entries
+from reports.summary import RunSummary, SummaryError
 from spec.loader import SpecError, default_spec
 
 
@@ -27,21 +29,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(handler=check_command)
 
 
-def _default_file(summary: dict) -> Path:
-    gate = summary.get("gate")
+def _default_file(summary: RunSummary) -> Path:
+    gate = summary.gate
     if gate and gate.get("expectations", "").endswith(".yaml"):
         return Path(gate["expectations"])
-    target = summary.get("target", "reference")
-    kind = target.split("://", 1)[0] if "://" in target else target.split(":", 1)[0]
+    try:
+        kind = parse_target(summary.target).kind.name
+    except TargetError:
+        kind = "target"
     return Path("expectations") / f"{kind}.yaml"
 
 
 def update_command(args: argparse.Namespace) -> int:
     summary_path = Path(args.run_dir) / "summary.json"
     try:
-        summary = json.loads(summary_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"rmqc expectations: error: {summary_path}: cannot read a run summary: {exc}", file=sys.stderr)
+        summary = RunSummary.read(summary_path)
+    except SummaryError as exc:
+        print(f"rmqc expectations: error: {exc}", file=sys.stderr)
         return 2
     path = Path(args.file) if args.file else _default_file(summary)
     existing = None
@@ -52,12 +56,12 @@ def update_command(args: argparse.Namespace) -> int:
             print(f"rmqc expectations: error: {exc}", file=sys.stderr)
             return 2
     entries, changes = updated_entries(summary, existing)
-    target = args.target_name or (existing.target if existing else summary.get("target", "?"))
+    target = args.target_name or (existing.target if existing else summary.target)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(target, entries))
     for line in changes:
         print(f"  {line}")
-    print(f"wrote {path}: {len(entries)} expectations ({len(changes)} changed) from run {summary.get('run_id', '?')}")
+    print(f"wrote {path}: {len(entries)} expectations ({len(changes)} changed) from run {summary.run_id}")
     return 0
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 import time
 import uuid
@@ -10,13 +10,16 @@ from pathlib import Path
 
 import suites
 from adapters.base import TargetError
-from adapters.registry import preflight, target_factory, target_profiles
+from adapters.targets import USAGE, parse_target
+from history.profiles import BROKER_PROFILES
+from reports.summary import RunSummary
+from suites.plugin.hypothesis_profiles import ENV as HYPOTHESIS_ENV
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="run the conformance suites against a target")
-    parser.add_argument("--target", default="reference", help="reference | grpc://HOST:PORT | container:IMAGE | driver:CMD")
-    parser.add_argument("--profile", default=None, help="remoting-4.x | grpc-5.x (default: all the target runs)")
+    parser.add_argument("--target", default="reference", help=USAGE)
+    parser.add_argument("--profile", default=None, help=f"{' | '.join(BROKER_PROFILES)} (default: all the target runs)")
     parser.add_argument("--expectations", default=None, metavar="FILE",
                         help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
                              "failing on an unexpected failure or an unexpected pass")
@@ -31,14 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        kind, _ = target_factory(args.target)
-    except TargetError as exc:
-        print(f"rmqc run: error: {exc}", file=sys.stderr)
-        return 2
-    try:  # an unreachable target is one line before any test runs
-        preflight(kind, args.target)
-        profiles = target_profiles(kind, args.target)
+    try:  # an unknown or unreachable target is one line before any test runs; the plugin reuses this probe
+        probe = parse_target(args.target).probe()
+        profiles = probe.profiles
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
         return 2
@@ -59,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--rmq-profile", args.profile]
     if args.expectations:
         argv += ["--rmq-expectations", args.expectations]
+    if not os.environ.get(HYPOTHESIS_ENV):  # the suites' own settings: derandomized, or few examples on a wall clock
+        argv += ["--rmq-hypothesis-profile", "ci" if probe.virtual_clock else "realtime"]
     if args.keyword:
         argv += ["-k", args.keyword]
     argv += args.pytest_arg
@@ -71,21 +71,21 @@ def run(args: argparse.Namespace) -> int:
     if not summary_path.exists():
         print("rmqc run: error: no test ran, so no verdict was produced", file=sys.stderr)
         return 5
-    summary = json.loads(summary_path.read_text())
+    summary = RunSummary.read(summary_path)
     spark_failed = False
     if args.spark_check or args.simulate_events:
-        summary["spark"] = spark_verdicts(out, args.spark_check, args.simulate_events)
-        summary_path.write_text(json.dumps(summary, indent=2))
-        spark_failed = not all(part["passed"] for part in summary["spark"].values())
-    print(f"run folder: {out}  ({len(summary['behaviours'])} behaviours checked, "
-          f"{len(summary['failed'])} failing)")
-    if "gate" in summary:
-        gate = summary["gate"]
+        summary.spark = spark_verdicts(out, args.spark_check, args.simulate_events)
+        summary.write(summary_path)
+        spark_failed = not all(part["passed"] for part in summary.spark.values())
+    print(f"run folder: {out}  ({len(summary.behaviours)} behaviours checked, "
+          f"{len(summary.failed)} failing)")
+    if summary.gate is not None:
+        gate = summary.gate
         print(f"gate: {'pass' if gate['passed'] else 'FAIL'} against {gate['expectations']} "
               f"({len(gate['expected_failures'])} expected failures, {len(gate['unexpected_failures'])} unexpected "
               f"failures, {len(gate['unexpected_passes'])} unexpected passes)")
         return 0 if gate["passed"] and not spark_failed else 1
-    return 1 if summary["failed"] or code == 1 or spark_failed else 0
+    return 1 if summary.failed or code == 1 or spark_failed else 0
 
 
 def spark_verdicts(out: Path, own_log: bool, simulate_events: int) -> dict:

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from reference_impl.serve.server import (
+    from frontends.grpc.server import (
         ReferenceServer,
         ServeConfigError,
         load_config,

@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -23,8 +23,6 @@ from reference_impl.rules.fifo import proxy_queue_for_group
 
 from .profiles import ProfileTiming, timing
 
-FAULTS = ("lost", "duplicate-delivery", "duplicate-apply", "reorder", "early-retry", "late-retry", "dlq-early",
-          "dlq-missing", "delivered-after-dlq")
 STANDARD_TOPIC, FIFO_TOPIC = "T", "TF"
 FIFO_GROUP = "GF"
 
@@ -177,116 +175,157 @@ def generate_chunk(plan: Plan, dist: Distributions, fifo_state: FifoQueues) -> d
 
 # ---- faults --------------------------------------------------------------------------------------
 
-def inject(columns: dict[str, np.ndarray], plan: Plan, faults: dict[str, int], rng: np.random.Generator,
-           profile: str) -> dict[str, int]:
-    """Apply each fault ``count`` times to one chunk, each instance caught by exactly one check."""
-    done: dict[str, int] = {}
-    c = {k: v.copy() for k, v in columns.items()}
-    keep = np.ones(len(c["ts"]), bool)
-    extra: list[dict[str, np.ndarray]] = []
-    t = timing(profile)
-    kind, group, msg, attempt = c["kind"], c["group"], c["msg"], c["attempt"]
-    deliver = kind == "DELIVER"
-    # (group, msg) lives: successes at the first attempt, retried successes, and DLQs
-    used: set[tuple[str, int]] = set()
+class _Chunk:
+    """One chunk's columns being faulted: rows to drop, rows to add, the (group, message) lives already
+    used by a fault (each instance is caught by exactly one check), and where each fault may go."""
 
-    def take(candidates: list[tuple[str, int]], n: int, name: str) -> list[tuple[str, int]]:
+    def __init__(self, columns: dict[str, np.ndarray], plan: Plan, rng: np.random.Generator, profile: str) -> None:
+        self.c = {k: v.copy() for k, v in columns.items()}
+        self.plan = plan
+        self.keep = np.ones(len(self.c["ts"]), bool)
+        self.extra: list[dict[str, np.ndarray]] = []
+        self.used: set[tuple[str, int]] = set()
+        self.t = timing(profile)
+        kind, group = self.c["kind"], self.c["group"]
+        std_groups = [g for g in np.unique(group[kind == "DELIVER"].astype(str)) if g != FIFO_GROUP]
+        order = rng.permutation(len(plan))
+        plain = [(g, int(m)) for m in order for g in std_groups if not plan.fifo[m]]
+        # (group, msg) lives: successes at the first attempt, retried successes, and DLQs
+        self.ok_first = [(g, m) for g, m in plain if plan.delay_level[m] == 0 and plan.failures[g][m] == 0]
+        self.retried = [(g, m) for g, m in plain
+                        if plan.delay_level[m] == 0 and 1 <= plan.failures[g][m] < self.t.max_deliveries]
+        self.dead = [(g, m) for g, m in plain if plan.failures[g][m] >= self.t.max_deliveries]
+
+    def take(self, candidates: list[tuple[str, int]], n: int, name: str) -> list[tuple[str, int]]:
         picked = []
         for cand in candidates:
             if len(picked) == n:
                 break
-            if cand not in used:
-                used.add(cand)
+            if cand not in self.used:
+                self.used.add(cand)
                 picked.append(cand)
         if len(picked) < n:
             raise ValueError(f"--inject {name}={n}: the plan has only {len(picked)} places for it; "
                              f"simulate more events or inject fewer")
         return picked
 
-    std_groups = [g for g in np.unique(group[deliver].astype(str)) if g != FIFO_GROUP]
-    order = rng.permutation(len(plan))
-    ok_first = [(g, int(m)) for m in order for g in std_groups
-                if not plan.fifo[m] and plan.delay_level[m] == 0 and plan.failures[g][m] == 0]
-    retried = [(g, int(m)) for m in order for g in std_groups
-               if not plan.fifo[m] and plan.delay_level[m] == 0 and 1 <= plan.failures[g][m] < t.max_deliveries]
-    dead = [(g, int(m)) for m in order for g in std_groups if not plan.fifo[m] and plan.failures[g][m] >= t.max_deliveries]
-
-    def rows(g: str, m: int, kinds: Sequence[str] | None = None, at: int | None = None) -> np.ndarray:
-        sel = (group == g) & (msg == m)
+    def rows(self, g: str, m: int, kinds: Sequence[str] | None = None, at: int | None = None) -> np.ndarray:
+        c = self.c
+        sel = (c["group"] == g) & (c["msg"] == m)
         if kinds is not None:
-            sel &= np.isin(kind, kinds)
+            sel &= np.isin(c["kind"], kinds)
         if at is not None:
-            sel &= attempt == at
+            sel &= c["attempt"] == at
         return np.flatnonzero(sel)
 
+    def copy_rows(self, r: np.ndarray, **changes: np.ndarray) -> None:
+        """Add a copy of rows ``r`` with some columns changed."""
+        self.extra.append({k: v[r] for k, v in self.c.items()} | changes)
+
+    def result(self) -> dict[str, np.ndarray]:
+        out = {k: v[self.keep] for k, v in self.c.items()}
+        for e in self.extra:
+            out = {k: np.concatenate([out[k], e[k]]) for k in out}
+        return out
+
+
+def _lost(x: _Chunk, count: int, name: str) -> None:
+    for g, m in x.take(x.ok_first, count, name):
+        x.keep[x.rows(g, m)] = False
+
+
+def _duplicate(kinds: Sequence[str]) -> Callable[[_Chunk, int, str], None]:
+    def duplicate(x: _Chunk, count: int, name: str) -> None:
+        for g, m in x.take(x.ok_first, count, name):
+            r = x.rows(g, m, kinds)
+            x.copy_rows(r, ts=x.c["ts"][r] + 1)
+    return duplicate
+
+
+def _shifted_retry(early: bool) -> Callable[[_Chunk, int, str], None]:
+    def shifted(x: _Chunk, count: int, name: str) -> None:
+        for g, m in x.take(x.retried, count, name):
+            last = int(x.plan.failures[g][m]) + 1
+            wait = x.t.wait_before(last) or 1000
+            r = np.concatenate([x.rows(g, m, at=last), x.rows(g, m, ["APPLY"])])
+            x.c["ts"][r] += -(wait // 2) if early else wait
+    return shifted
+
+
+def _dlq_early(x: _Chunk, count: int, name: str) -> None:
+    for g, m in x.take(x.dead, count, name):
+        x.keep[x.rows(g, m, ["DELIVER", "CONSUME_FAIL"], at=x.t.max_deliveries)] = False
+
+
+def _dlq_missing(x: _Chunk, count: int, name: str) -> None:
+    for g, m in x.take(x.dead, count, name):
+        x.keep[x.rows(g, m, ["DLQ"])] = False
+
+
+def _delivered_after_dlq(x: _Chunk, count: int, name: str) -> None:
+    for g, m in x.take(x.dead, count, name):
+        r = x.rows(g, m, ["DLQ"])
+        x.copy_rows(r, kind=np.array(["DELIVER"], dtype=object), ts=x.c["ts"][r] + 1000,
+                    topic=np.array([STANDARD_TOPIC], dtype=object), attempt=np.array([x.t.max_deliveries + 1.0]))
+
+
+def _reorder(x: _Chunk, count: int, name: str) -> None:
+    plan = x.plan
+    by_group: dict[int, list[int]] = {}
+    for m in np.flatnonzero(plan.fifo):
+        by_group.setdefault(int(plan.message_group[m]), []).append(int(m))
+    pairs = []
+    for members in by_group.values():
+        for a, b in zip(members[0::3], members[1::3]):  # disjoint pairs, never adjacent to another
+            if plan.failures[FIFO_GROUP][a] == 0 and plan.failures[FIFO_GROUP][b] == 0:
+                pairs.append((a, b))
+    picked = 0
+    for a, b in pairs:
+        if picked == count:
+            break
+        if (FIFO_GROUP, a) in x.used or (FIFO_GROUP, b) in x.used:
+            continue
+        ra, rb = x.rows(FIFO_GROUP, a), x.rows(FIFO_GROUP, b)
+        ta, tb = x.c["ts"][ra][0], x.c["ts"][rb][0]
+        if ta == tb:
+            continue
+        x.used.update({(FIFO_GROUP, a), (FIFO_GROUP, b)})
+        x.c["ts"][ra], x.c["ts"][rb] = tb, ta
+        picked += 1
+    if picked < count:
+        raise ValueError(f"--inject reorder={count}: the plan has only {picked} FIFO pairs; "
+                         f"reorder needs --profile {GRPC_5X} and more events")
+
+
+FAULT_FUNCTIONS: dict[str, Callable[[_Chunk, int, str], None]] = {
+    "lost": _lost,
+    "duplicate-delivery": _duplicate(["DELIVER", "CONSUME_OK"]),
+    "duplicate-apply": _duplicate(["APPLY"]),
+    "reorder": _reorder,
+    "early-retry": _shifted_retry(early=True),
+    "late-retry": _shifted_retry(early=False),
+    "dlq-early": _dlq_early,
+    "dlq-missing": _dlq_missing,
+    "delivered-after-dlq": _delivered_after_dlq,
+}
+"""Each fault: applied ``count`` times to one chunk, each instance caught by exactly one check."""
+FAULTS = tuple(FAULT_FUNCTIONS)
+
+
+def inject(columns: dict[str, np.ndarray], plan: Plan, faults: dict[str, int], rng: np.random.Generator,
+           profile: str) -> dict[str, int]:
+    """Apply each fault ``count`` times to one chunk (``FAULT_FUNCTIONS``), in place; returns the counts."""
+    chunk = _Chunk(columns, plan, rng, profile)
+    done: dict[str, int] = {}
     for name, count in faults.items():
         if count <= 0:
             continue
-        if name == "lost":
-            for g, m in take(ok_first, count, name):
-                keep[rows(g, m)] = False
-        elif name == "duplicate-delivery":
-            for g, m in take(ok_first, count, name):
-                r = rows(g, m, ["DELIVER", "CONSUME_OK"])
-                extra.append({k: v[r] for k, v in c.items()} | {"ts": c["ts"][r] + 1})
-        elif name == "duplicate-apply":
-            for g, m in take(ok_first, count, name):
-                r = rows(g, m, ["APPLY"])
-                extra.append({k: v[r] for k, v in c.items()} | {"ts": c["ts"][r] + 1})
-        elif name in ("early-retry", "late-retry"):
-            for g, m in take(retried, count, name):
-                last = int(plan.failures[g][m]) + 1
-                wait = t.wait_before(last) or 1000
-                shift = -(wait // 2) if name == "early-retry" else wait
-                r = np.concatenate([rows(g, m, at=last), rows(g, m, ["APPLY"])])
-                c["ts"][r] += shift
-        elif name == "dlq-early":
-            for g, m in take(dead, count, name):
-                keep[rows(g, m, ["DELIVER", "CONSUME_FAIL"], at=t.max_deliveries)] = False
-        elif name == "dlq-missing":
-            for g, m in take(dead, count, name):
-                keep[rows(g, m, ["DLQ"])] = False
-        elif name == "delivered-after-dlq":
-            for g, m in take(dead, count, name):
-                r = rows(g, m, ["DLQ"])
-                late = {k: v[r] for k, v in c.items()}
-                late.update(kind=np.array(["DELIVER"], dtype=object), ts=c["ts"][r] + 1000, topic=np.array(
-                    [STANDARD_TOPIC], dtype=object), attempt=np.array([t.max_deliveries + 1.0]))
-                extra.append(late)
-        elif name == "reorder":
-            fifo_msgs = [int(m) for m in np.flatnonzero(plan.fifo)]
-            by_group: dict[int, list[int]] = {}
-            for m in fifo_msgs:
-                by_group.setdefault(int(plan.message_group[m]), []).append(m)
-            pairs = []
-            for members in by_group.values():
-                for a, b in zip(members[0::3], members[1::3]):  # disjoint pairs, never adjacent to another
-                    if plan.failures[FIFO_GROUP][a] == 0 and plan.failures[FIFO_GROUP][b] == 0:
-                        pairs.append((a, b))
-            picked = 0
-            for a, b in pairs:
-                if picked == count:
-                    break
-                if (FIFO_GROUP, a) in used or (FIFO_GROUP, b) in used:
-                    continue
-                ra, rb = rows(FIFO_GROUP, a), rows(FIFO_GROUP, b)
-                ta, tb = c["ts"][ra][0], c["ts"][rb][0]
-                if ta == tb:
-                    continue
-                used.update({(FIFO_GROUP, a), (FIFO_GROUP, b)})
-                c["ts"][ra], c["ts"][rb] = tb, ta
-                picked += 1
-            if picked < count:
-                raise ValueError(f"--inject reorder={count}: the plan has only {picked} FIFO pairs; "
-                                 f"reorder needs --profile {GRPC_5X} and more events")
-        else:
+        if name not in FAULT_FUNCTIONS:
             raise ValueError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+        FAULT_FUNCTIONS[name](chunk, count, name)
         done[name] = count
-    out = {k: v[keep] for k, v in c.items()}
-    for e in extra:
-        out = {k: np.concatenate([out[k], e[k]]) for k in out}
     columns.clear()
-    columns.update(out)
+    columns.update(chunk.result())
     return done
 
 

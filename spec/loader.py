@@ -68,14 +68,14 @@ def schema(name: str) -> dict[str, Any]:
     return json.loads((SCHEMAS_DIR / name).read_text())
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 
 
-def _node_at(node: yaml.Node, path: Iterable[Any]) -> yaml.Node:
+def node_at(node: yaml.Node, path: Iterable[Any]) -> yaml.Node:
     """Follow a JSON path through a composed YAML node tree as far as it goes."""
     for part in path:
         if isinstance(node, yaml.MappingNode):
@@ -104,7 +104,7 @@ def _id_near_line(text: str, line: int, id_key: str) -> str:
 
 def load_yaml_validated(path: Path, schema_name: str, id_key: str = "id") -> tuple[Any, yaml.Node]:
     """Parse a YAML file and validate it; raise SpecError with file, line and ID on any problem."""
-    shown = _display(path)
+    shown = display_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -123,7 +123,7 @@ def load_yaml_validated(path: Path, schema_name: str, id_key: str = "id") -> tup
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         error = errors[0]
-        node = _node_at(root, error.absolute_path)
+        node = node_at(root, error.absolute_path)
         line = node.start_mark.line + 1
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -136,24 +136,24 @@ def load_spec(directory: Path | None = None) -> Spec:
     directory = directory or BEHAVIOURS_DIR
     files = sorted(directory.glob("*.yaml"))
     if not files:
-        raise SpecError(f"{_display(directory)}: no behaviour files (*.yaml) found")
+        raise SpecError(f"{display_path(directory)}: no behaviour files (*.yaml) found")
     spec = Spec()
     for path in files:
         data, root = load_yaml_validated(path, "behaviour-file.schema.json")
-        items = _node_at(root, ["behaviours"])
+        items = node_at(root, ["behaviours"])
         spec.areas[data["area"]] = data["title"]
         for index, raw in enumerate(data["behaviours"]):
             line = items.value[index].start_mark.line + 1
             bid = raw["id"]
             if bid in spec.behaviours:
                 other = spec.behaviours[bid]
-                raise SpecError(f"{_display(path)}:{line}: {bid}: duplicate ID, first defined at {other.file}:{other.line}")
+                raise SpecError(f"{display_path(path)}:{line}: {bid}: duplicate ID, first defined at {other.file}:{other.line}")
             spec.behaviours[bid] = Behaviour(
                 id=bid, area=data["area"], title=raw["title"], statement=raw["statement"].strip(),
                 profiles=raw["profiles"], defaults=raw.get("defaults") or {}, sources=raw["sources"],
                 vectors=(raw.get("vectors") or "").strip(), divergences=tuple(raw.get("divergences") or ()),
                 kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
-                file=_display(path), line=line)
+                file=display_path(path), line=line)
     for b in spec.behaviours.values():
         for ref in list(b.related) + [d["claim"] for d in b.divergences]:
             if ref not in spec.behaviours:

@@ -4,16 +4,15 @@ Every failure message starts with the spec ID it breaks, e.g. ``[RETRY-CONC-07] 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from adapters.base import Target
+from history.outcomes import Inconclusive
 from history.profiles import REMOTING_4X
 from history.trace import Life
 
 from .oracle import Expected, Oracle
-from .plugin import inconclusive
 from .scenario import Scenario
+from .tolerance import Tolerance
 
 
 class SpecViolation(AssertionError):
@@ -27,34 +26,6 @@ class SpecViolation(AssertionError):
 def require(condition: bool, spec_id: str, message: str) -> None:
     if not condition:
         raise SpecViolation(spec_id, message)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How far an observed wait may be from the documented one, in spec time."""
-
-    absolute_ms: int = 0
-    relative: float = 0.0
-
-    def allowed(self, expected_ms: int) -> float:
-        return self.absolute_ms + self.relative * expected_ms
-
-
-WALL_JITTER_MS = 40
-"""Scheduling noise of a wall-clock target on this kind of machine (gRPC round trips, thread hand-offs)."""
-
-
-def tolerance_for(target: Target) -> Tolerance:
-    """Exact on a virtual clock. On a wall clock: 250 ms of spec time, or the wall jitter divided by the
-    time scale when that is more, plus 5 % (recorded in the run summary)."""
-    if "clock.virtual" in target.capabilities:
-        return Tolerance()
-    return Tolerance(max(250, int(WALL_JITTER_MS / target.time_scale)), 0.05)
-
-
-def close_enough(target: Target, seen_ms: float, want_ms: float) -> bool:
-    """Exactly equal on a virtual clock; within ``tolerance_for(target)`` on a wall clock."""
-    return abs(seen_ms - want_ms) <= tolerance_for(target).allowed(want_ms)
 
 
 def check_life(key: str, observed: Life, expected: Expected, tolerance: Tolerance) -> None:
@@ -77,7 +48,7 @@ def check_life(key: str, observed: Life, expected: Expected, tolerance: Toleranc
     require(observed.final == expected.final, final_id,
             f"key {key}: ended {observed.final}, the spec says {expected.final}")
     if band:
-        inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
+        raise Inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
 
 
 def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Oracle, tolerance: Tolerance) -> None:
@@ -127,3 +98,4 @@ def check_differential(observed: Mapping[str, Life], predicted: Mapping[str, Lif
         for i, (a, b) in enumerate(zip(seen.waits_ms, want.waits_ms), start=2):
             require(abs(a - b) <= 2 * tolerance.allowed(b), sid,
                     f"key {key}: wait before delivery {i} is {a} ms; reference predicts {b} ms")
+

@@ -8,9 +8,10 @@ from adapters.base import Target
 from history.profiles import GRPC_5X
 from history.trace import Life, lives
 
-from .checks import check_differential, check_scenario, tolerance_for
+from .checks import check_differential, check_scenario
 from .oracle import default_oracle
 from .scenario import Scenario, run_scenario
+from .tolerance import tolerance_for
 
 
 def fit_to_target(target: Target, scenario: Scenario) -> Scenario:

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from history.values import LocalTransactionState as S
 from reference_impl.rules.transaction import TRANSACTION_TIMEOUT_MS
-from suites.checks import close_enough, require, tolerance_for
+from suites.checks import require
 from suites.oracle import default_oracle
+from suites.tolerance import close_enough, tolerance_for
 
 BOTH = pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
 
@@ -76,7 +77,6 @@ def test_delivery_more_than_a_day_ahead_is_rejected(target):
     target.require("delay.timer")
     target.create_topic("T")
     with pytest.raises(Exception) as rejected:
-        from suites.checks import tolerance_for
 
         margin = 1 + tolerance_for(target).absolute_ms  # a wall clock moves on before the proxy looks
         target.producer().send("T", b"x", key="t", delivery_timestamp_ms=target.now_ms() + 86_400_000 + margin)

@@ -11,11 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from history.outcomes import NotApplicable
 from reference_impl.rules import fifo, primitives
 from suites.checks import require
-from suites.plugin import not_applicable
 
 pytestmark = pytest.mark.reference_rule
 GUAVA = Path("/usr/share/java/guava.jar")
@@ -49,7 +50,7 @@ def jvm(tmp_path_factory: pytest.TempPathFactory):
     missing = [what for what, ok in (("javac", shutil.which("javac")), ("java", shutil.which("java")),
                                      (str(GUAVA), GUAVA.exists())) if not ok]
     if missing:
-        not_applicable(f"no JVM oracle: {', '.join(missing)} not found (install openjdk-17-jdk and libguava-java)")
+        raise NotApplicable(f"no JVM oracle: {', '.join(missing)} not found (install openjdk-17-jdk and libguava-java)")
     oracle = Jvm(tmp_path_factory.mktemp("jvm"))
     yield oracle
     oracle.close()

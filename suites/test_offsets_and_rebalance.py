@@ -2,15 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
 
 from history.values import ListenerOutcome
 from suites.checks import require
@@ -114,93 +107,3 @@ def test_scale_down_write_first_loses_nothing(make_target, before, after, queues
     else:
         stranded = {msg for msg, qid in stored.items() if qid >= keep}
         require(lost == stranded, "TOPIC-03", f"read-first scale-down: lost {len(lost)}, stranded {len(stranded)}")
-
-
-class RebalanceMachine(RuleBasedStateMachine):
-    """Clustering consumers join, leave and crash while messages flow (ALLOC-00/01, OFFSET-04).
-
-    Invariants: once no crash is pending, every queue is owned by exactly one live consumer; at the end
-    no message is lost, and a message is delivered twice only if it lies in a crashed consumer's
-    window between its last persisted offset and what it had consumed.
-    """
-
-    target_factory = None
-
-    @initialize()
-    def start(self) -> None:
-        self.target = type(self).target_factory("remoting-4.x")
-        self.target.create_topic("T", read_queues=4, write_queues=4)
-        self.live: list = []
-        self.pending_crashes: list[int] = []
-        self.windows: set[tuple[int, int]] = set()  # (queue id, offset) that may be redelivered
-        self.sent = 0
-        self.join()
-
-    @rule()
-    def join(self) -> None:
-        if len(self.live) < 4:
-            self.live.append(self.target.push_consumer_4x("G", "T", OK))
-
-    @precondition(lambda self: len(self.live) > 1)
-    @rule(index=st.integers(0, 3))
-    def leave(self, index: int) -> None:
-        self.live.pop(index % len(self.live)).shutdown()
-
-    @precondition(lambda self: len(self.live) > 1)
-    @rule(index=st.integers(0, 3))
-    def crash(self, index: int) -> None:
-        consumer = self.live.pop(index % len(self.live))
-        before = {key: consumer.offsets.get(key) for key in consumer.assigned}
-        consumer.crash()
-        for key, consumed in before.items():
-            persisted = consumer._stored(key) or 0
-            if key[0] == "T" and consumed is not None:
-                self.windows.update((key[1], off) for off in range(persisted, consumed))
-        self.pending_crashes.append(self.target.now_ms() + 120_000)
-
-    @rule(count=st.integers(1, 5))
-    def send(self, count: int) -> None:
-        for _ in range(count):
-            self.target.producer().send("T", b"x", key=f"m{self.sent}")
-            self.sent += 1
-
-    @rule(ms=st.sampled_from([1_000, 5_000, 30_000, 130_000]))
-    def advance(self, ms: int) -> None:
-        self.target.advance(ms)
-        self.pending_crashes = [t for t in self.pending_crashes if t > self.target.now_ms()]
-
-    @invariant()
-    def queues_owned_once(self) -> None:
-        if not hasattr(self, "target") or self.pending_crashes:
-            return
-        owners: dict = {}
-        for c in self.live:
-            for q in c.assigned:
-                owners.setdefault(q, []).append(c.client_id)
-        for qid in range(4):
-            require(len(owners.get(("T", qid), [])) == 1, "ALLOC-01",
-                    f"queue T:{qid} owned by {owners.get(('T', qid))} with no crash pending")
-
-    def teardown(self) -> None:
-        if not hasattr(self, "target"):
-            return
-        self.target.settle()
-        delivered = [e for e in self.target.events() if e.kind == "DELIVER" and e.topic == "T"]
-        keys = [e.key for e in delivered]
-        missing = {f"m{i}" for i in range(self.sent)} - set(keys)
-        require(not missing, "OFFSET-04", f"lost {sorted(missing)}")
-        seen: set = set()
-        for e in delivered:
-            if e.key in seen:
-                require((e.queue_id, e.queue_offset) in self.windows, "OFFSET-04",
-                        f"{e.key} (T:{e.queue_id}@{e.queue_offset}) delivered twice outside any crash window")
-            seen.add(e.key)
-
-
-@pytest.mark.profile("remoting-4.x")
-@pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04")
-def test_rebalance_under_churn(make_target) -> None:
-    RebalanceMachine.target_factory = staticmethod(make_target)
-    runner = RebalanceMachine.TestCase()
-    runner.settings = settings(runner.settings, stateful_step_count=30)
-    runner.runTest()

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reference_impl.serve.process import spawn_listening
+from frontends.process import spawn_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 

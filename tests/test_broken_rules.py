@@ -59,7 +59,8 @@ def test_broken_rule_is_caught(pytester: pytest.Pytester, name: str) -> None:
     patch, suite, keyword, spec_tag, shrunk = BREAKS[name]
     pytester.makepyfile(breakrule=patch)
     result = pytester.runpytest_subprocess(
-        "-p", "breakrule", "-p", "rocketmq_conformance", "-p", "no:cacheprovider", "--rootdir", str(SUITES),
+        "-p", "breakrule", "-p", "rocketmq_conformance", "-p", "no:cacheprovider", "--rmq-hypothesis-profile", "ci",
+        "--rootdir", str(SUITES),
         str(SUITES / suite), "-k", keyword)
     out = result.stdout.str()
     assert result.ret == 1, out[-3000:]

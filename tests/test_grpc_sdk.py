@@ -15,7 +15,7 @@ from serving import ROOT, start_serve, stop_serve
 from adapters.grpc import GrpcTarget
 from history.values import ListenerOutcome
 from reference_impl.rules import retry5x
-from suites.checks import close_enough, tolerance_for
+from suites.tolerance import close_enough, tolerance_for
 
 
 @pytest.fixture(scope="module")

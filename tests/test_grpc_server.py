@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
 
-from reference_impl.serve.server import ReferenceServer, ServeConfig
+from frontends.grpc.server import ReferenceServer, ServeConfig
 
 pytestmark = pytest.mark.spec("LIMIT-01", "LIMIT-02", "LIMIT-03", "TOPIC-02", "RETRY-5X-09")
 

@@ -34,3 +34,36 @@ def test_a_users_pytest_run_has_the_plugin(pytester: pytest.Pytester) -> None:
     gated = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-target", "reference",
                                           "--rmq-expectations", "stale.yaml")
     assert gated.ret == 1 and "unexpected pass RETRY-CONC-07" in gated.stdout.str()
+
+
+UNRELATED_TEST = '''
+from hypothesis import given, settings, strategies as st
+
+
+@given(st.integers())
+def test_unrelated(n):
+    # Hypothesis's own defaults: a deadline, random examples (the project's profiles have neither)
+    assert settings.default.deadline is not None and not settings.default.derandomize
+'''
+
+LOADED_TEST = '''
+from hypothesis import settings
+
+
+def test_loaded():
+    assert settings.default.deadline is None and settings.default.derandomize
+    assert settings.default.max_examples == 100
+'''
+
+
+def test_an_unrelated_pytest_run_keeps_hypothesis_defaults(pytester: pytest.Pytester,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installing the package registers the plugin in every pytest run of the environment; it loads
+    none of the project's Hypothesis profiles unless the run asks for one."""
+    monkeypatch.delenv("RMQC_HYPOTHESIS_PROFILE", raising=False)
+    pytester.makepyfile(test_unrelated=UNRELATED_TEST)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.makepyfile(test_unrelated=LOADED_TEST)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-hypothesis-profile", "ci").assert_outcomes(passed=1)
+    monkeypatch.setenv("RMQC_HYPOTHESIS_PROFILE", "ci")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

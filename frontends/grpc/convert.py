@@ -9,8 +9,8 @@ from typing import Mapping
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from ..model.broker import InFlight, Message, TopicConfig
-from ..rules import retry5x
+from reference_impl.model.broker import InFlight, Message, TopicConfig
+from reference_impl.rules import retry5x
 
 SYSTEM_PROPERTY_KEYS = ("UNIQ_KEY", "KEYS", "TAGS", "__SHARDINGKEY", "TIMER_DELIVER_MS", "TIMER_OUT_MS",
                         "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "DELAY", "TRAN_MSG", "PGROUP",

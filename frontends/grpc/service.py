@@ -17,11 +17,11 @@ from typing import Callable, Iterator
 import grpc
 from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
 
-from ..rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
-from ..rules import transaction as tx_rules, validation
-from ..rules.codes import RocketMQError
+from reference_impl.rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
+from reference_impl.rules import transaction as tx_rules, validation
+from reference_impl.rules.codes import RocketMQError
 from .convert import WallClock, backoff_policy, message_of, ms_of, route_queues, set_ms, status, stored_message_of
-from .realtime import RealTimeModel
+from ..model_service import RealTimeModel
 
 log = logging.getLogger("rmqc.serve")
 

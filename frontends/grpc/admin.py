@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import grpc
 
-from ..rules import codes
-from .realtime import RealTimeModel
+from reference_impl.rules import codes
+from ..model_service import RealTimeModel
 
 SERVICE = "rmqc.Admin"
 METHODS = ("Info", "CreateTopic", "ConfigureGroup")

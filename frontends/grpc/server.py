@@ -15,10 +15,10 @@ from rocketmq.grpc_protocol import service_pb2_grpc
 
 from history.profiles import GRPC_5X
 
-from .. import VERSION
-from ..model.simulation import Simulation
+from reference_impl import VERSION
+from reference_impl.model.simulation import Simulation
 from .admin import MESSAGE_TYPES, AdminService
-from .realtime import RealTimeModel
+from ..model_service import RealTimeModel
 from .service import MessagingService, ServeOptions
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # bodies over the proxy's 4 MiB must reach the handler to be refused

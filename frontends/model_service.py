@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..model.simulation import Simulation
+from reference_impl.model.simulation import Simulation
 
 MAX_TICK_WAIT_S = 0.25
 

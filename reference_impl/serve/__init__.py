@@ -1,1 +1,0 @@
-"""The reference model served over the RocketMQ 5.x gRPC protocol (``rmqc serve``)."""

@@ -1,0 +1,179 @@
+"""The run summary: one verdict per spec behaviour with the tests behind it, per-area counts, the run's
+timing model, and what later steps add (the gate, the event count, Spark verdicts).
+
+``summary.json`` is this record as JSON, validated against ``spec/schemas/run-summary.schema.json`` when
+it is written and when it is read, so every reader (the matrix, JUnit, expectation files, ``rmqc run``)
+sees the same fields.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+
+from history.outcomes import FAIL, VERDICTS
+from spec.loader import Spec, schema
+
+NOT_TESTED = "not tested"
+SCHEMA = "run-summary.schema.json"
+
+
+class SummaryError(ValueError):
+    """A summary.json cannot be read or does not validate; the message names the file and the field."""
+
+
+@dataclass
+class TestResult:
+    """One test's verdict on the behaviours it cites."""
+
+    test: str
+    verdict: str
+    reason: str = ""
+    detail: str | None = None
+    """The evidence of a failure: assertion, trace excerpt, Hypothesis's shrunk example."""
+
+    def as_json(self) -> dict[str, str]:
+        out = {"test": self.test, "verdict": self.verdict, "reason": self.reason}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass
+class BehaviourResult:
+    area: str
+    verdict: str
+    tests: list[TestResult]
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    target: str
+    version: str | None
+    profiles: list[str]
+    elapsed_s: float
+    timing: dict[str, Any]
+    areas: dict[str, dict[str, int]]
+    behaviours: dict[str, BehaviourResult]
+    failed: list[str]
+    gate: dict[str, Any] | None = None
+    events: int | None = None
+    spark: dict[str, Any] | None = None
+
+    @classmethod
+    def build(cls, results: Mapping[str, Iterable[TestResult]], spec: Spec, *, run_id: str, target: str,
+              version: str | None, profiles: Iterable[str], elapsed_s: float,
+              timing: Mapping[str, Any]) -> "RunSummary":
+        """A behaviour's verdict is the first of ``VERDICTS`` any of its tests has."""
+        behaviours: dict[str, BehaviourResult] = {}
+        for sid, tests in sorted(results.items()):
+            tests = list(tests)
+            verdicts = {t.verdict for t in tests}
+            behaviours[sid] = BehaviourResult(spec.behaviours[sid].area,
+                                              next(v for v in VERDICTS if v in verdicts), tests)
+        areas: dict[str, dict[str, int]] = {}
+        for area, items in sorted(spec.by_area().items()):
+            counts = {v: 0 for v in VERDICTS}
+            counts[NOT_TESTED] = 0
+            for b in items:
+                counts[behaviours[b.id].verdict if b.id in behaviours else NOT_TESTED] += 1
+            areas[area] = counts
+        return cls(run_id, target, version, list(profiles), round(elapsed_s, 2), dict(timing), areas, behaviours,
+                   sorted(s for s, b in behaviours.items() if b.verdict == FAIL))
+
+    # ---- JSON ------------------------------------------------------------------------------------
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id, "target": self.target, "version": self.version, "profiles": self.profiles,
+            "elapsed_s": self.elapsed_s, "timing": self.timing, "areas": self.areas,
+            "behaviours": {sid: {"area": b.area, "verdict": b.verdict, "tests": [t.as_json() for t in b.tests]}
+                           for sid, b in self.behaviours.items()},
+            "failed": self.failed}
+        for name in ("gate", "events", "spark"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "summary") -> "RunSummary":
+        _validate(data, where)
+        behaviours = {sid: BehaviourResult(b["area"], b["verdict"], [TestResult(**t) for t in b["tests"]])
+                      for sid, b in data["behaviours"].items()}
+        return cls(data["run_id"], data["target"], data.get("version"), list(data["profiles"]), data["elapsed_s"],
+                   dict(data.get("timing") or {}), {a: dict(c) for a, c in data["areas"].items()}, behaviours,
+                   list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"))
+
+    def write(self, path: Path) -> None:
+        data = self.as_json()
+        _validate(data, str(path))
+        path.write_text(json.dumps(data, indent=2))
+
+    @classmethod
+    def read(cls, path: Path) -> "RunSummary":
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise SummaryError(f"{path.parent}: not a run folder (no summary.json; write one with rmqc run --out)") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SummaryError(f"{path}: cannot read the run summary: {exc}") from None
+        return cls.from_json(data, str(path))
+
+    # ---- reading -----------------------------------------------------------------------------------
+
+    def first_failure(self, sid: str) -> TestResult:
+        return next(t for t in self.behaviours[sid].tests if t.verdict == FAIL)
+
+    def lines(self) -> list[str]:
+        """The terminal summary: per-area counts, IDs by verdict, every failure with its spec ID."""
+        wall = self.timing.get("clock") == "wall"
+        lines = [f"rocketmq-conformance run {self.run_id} against {self.target} "
+                 f"({', '.join(self.profiles)}), {self.elapsed_s} s" + (
+                     f"; wall clock at time scale {self.timing['time_scale']:g}, timing tolerance "
+                     f"{self.timing['tolerance_absolute_ms']} ms + {self.timing['tolerance_relative']:.0%}"
+                     if wall else ""),
+                 f"{'area':<12} {'pass':>5} {'fail':>5} {'incon':>6} {'n/a':>5} {'untested':>9}"]
+        for area, c in self.areas.items():
+            lines.append(f"{area:<12} {c['pass']:>5} {c['fail']:>5} {c['inconclusive']:>6} "
+                         f"{c['not applicable']:>5} {c[NOT_TESTED]:>9}")
+        for area in self.areas:
+            by_verdict: dict[str, dict[str, list[str]]] = {}
+            for sid, b in self.behaviours.items():
+                if b.area == area:
+                    family, number = sid.rsplit("-", 1)
+                    by_verdict.setdefault(b.verdict, {}).setdefault(family, []).append(number)
+            if by_verdict:
+                lines.append(f"  {area}: " + "; ".join(
+                    f"{v} " + " ".join(_ranges(n) if fam == area else f"{fam} {_ranges(n)}" for fam, n in fams.items())
+                    for v, fams in by_verdict.items()))
+        for sid in self.failed:
+            first = self.first_failure(sid)
+            lines.append(f"FAIL {sid}: {first.test}: {first.reason}")
+        return lines
+
+
+def _validate(data: Any, where: str) -> None:
+    errors = sorted(jsonschema.Draft202012Validator(schema(SCHEMA)).iter_errors(data),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        at = "/".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        raise SummaryError(f"{where}: not an rmqc run summary: at {at}: {errors[0].message}")
+
+
+def _ranges(numbers: list[str]) -> str:
+    """``['01', '02', '03', '05']`` -> ``'01-03 05'``."""
+    values = sorted(int(n) for n in numbers)
+    parts: list[str] = []
+    start = prev = values[0]
+    for v in values[1:] + [None]:  # type: ignore[list-item]
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start:02d}" if start == prev else f"{start:02d}-{prev:02d}")
+        if v is not None:
+            start = prev = v
+    return " ".join(parts)

@@ -1,0 +1,74 @@
+"""The fixtures: ``make_target`` (fresh targets of the run's kind for a profile; their events kept for
+the run's log), ``target``, ``reference_for`` (the in-process reference, the prediction in differential
+tests) and ``rmq_spec``; tests marked ``reference_rule`` are not applicable unless the target is this
+reference."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+import pytest
+
+from adapters.base import Target
+from adapters.targets import reference_target
+from history.outcomes import NotApplicable
+from spec.loader import Spec, default_spec
+from suites.tolerance import tolerance_for
+
+from .markers import profile_of
+from .state import run_state
+
+
+@pytest.fixture(scope="session")
+def rmq_spec() -> Spec:
+    return default_spec()
+
+
+@pytest.fixture
+def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target]]:
+    """Create targets of the run's kind for a profile; events are kept for the run's event log."""
+    state = run_state(request.config)
+    created: list[Target] = []
+
+    def make(profile: str | None = None, seed: int = 0) -> Target:
+        profile = profile or profile_of(request.node)
+        if profile is None:
+            raise pytest.UsageError(f"{request.node.nodeid} uses a target but has no profile marker")
+        if profile not in state.profiles:
+            raise NotApplicable(f"target {state.target.text} runs {', '.join(state.profiles)}, not {profile}")
+        target = state.target.build(profile, run_id=state.run_id, seed=seed)
+        created.append(target)
+        state.version = state.version or target.version
+        if not state.timing:
+            tolerance = tolerance_for(target)
+            state.timing = {"time_scale": target.time_scale, "tolerance_absolute_ms": tolerance.absolute_ms,
+                            "tolerance_relative": tolerance.relative,
+                            "clock": "virtual" if "clock.virtual" in target.capabilities else "wall"}
+        return target
+
+    yield make
+    for target in created:
+        # every target numbers its own messages: prefix the ids so they stay unique in the run's log
+        tag = f"t{next(state.targets)}:"
+        state.events.extend(dataclasses.replace(e, msg_id=tag + e.msg_id if e.msg_id else None,
+                                                detail={**e.detail, "test": request.node.nodeid})
+                            for e in target.events())
+        target.close()
+
+
+@pytest.fixture
+def target(make_target: Callable[..., Target]) -> Target:
+    """A fresh target for this test's profile."""
+    return make_target()
+
+
+@pytest.fixture
+def reference_for() -> Callable[..., Target]:
+    """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential tests."""
+    return lambda profile, seed=0: reference_target(profile, run_id="prediction", seed=seed)
+
+
+@pytest.fixture(autouse=True)
+def _reference_rule_only(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("reference_rule") and not run_state(request.config).probe.runs_reference:
+        raise NotApplicable("checks the reference implementation's pure rules, not the target")

@@ -1,0 +1,142 @@
+"""A 4.x clustering group under churn: consumers join, leave and crash while messages fail, retry and
+flow (one RuleBasedStateMachine, run in two configurations).
+
+Invariants: once no crash is pending, every queue of the topic and of the group's retry topic is owned
+by exactly one live consumer (ALLOC-00/01). At the end no message is lost (RETRY-CONC-03, OFFSET-04); a
+message is delivered twice only if it lies in a crashed consumer's window between the offset the broker
+stored for it and what it had consumed (OFFSET-03/04, read through ``Target.committed_offset``); and
+with no crash each message's ladder is the spec's (RETRY-CONC-04/07/10), exactly so while some consumer
+was always present.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from history.trace import lives
+from suites.checks import require
+from suites.oracle import default_oracle
+from suites.scenario import MessagePlan, ScriptedListener
+
+CRASH_DETECTED_MS = 120_000
+"""A crashed consumer's queues pause until the broker drops it (OFFSET-04)."""
+
+
+class ClusteringMachine(RuleBasedStateMachine):
+    target_factory = None  # set by each test below
+    crashes = False
+    """With crashes, listeners succeed (duplicates come only from crash windows); without, they fail
+    each message's first deliveries as its script says."""
+
+    @initialize()
+    def start(self) -> None:
+        self.target = type(self).target_factory("remoting-4.x")
+        self.target.create_topic("T", read_queues=4, write_queues=4)
+        self.listener = ScriptedListener(())
+        self.live: list = []
+        self.sent: dict[str, int] = {}
+        self.pending_crashes: list[int] = []
+        self.windows: set[tuple[int, int]] = set()  # (queue id, offset) that may be redelivered
+        self.crashed = False
+        self.had_gap = False
+        self.join()
+
+    @rule()
+    def join(self) -> None:
+        if len(self.live) < 4:
+            self.live.append(self.target.push_consumer_4x("G", "T", self.listener))
+
+    @precondition(lambda self: len(self.live) > (1 if self.crashes else 0))
+    @rule(index=st.integers(0, 3))
+    def leave(self, index: int) -> None:
+        self.live.pop(index % len(self.live)).shutdown()
+        self.had_gap = self.had_gap or not self.live
+
+    @precondition(lambda self: self.crashes and len(self.live) > 1)
+    @rule(index=st.integers(0, 3))
+    def crash(self, index: int) -> None:
+        consumer = self.live.pop(index % len(self.live))
+        before = {key: consumer.offsets.get(key) for key in consumer.assigned}
+        consumer.crash()
+        for key, consumed in before.items():
+            persisted = self.target.committed_offset("G", *key) or 0
+            if key[0] == "T" and consumed is not None:
+                self.windows.update((key[1], off) for off in range(persisted, consumed))
+        self.crashed = True
+        self.pending_crashes.append(self.target.now_ms() + CRASH_DETECTED_MS)
+
+    @rule(failures=st.integers(0, 18), count=st.integers(1, 5))
+    def send(self, failures: int, count: int) -> None:
+        for _ in range(count if self.crashes else 1):
+            key = f"m{len(self.sent)}"
+            self.sent[key] = 0 if self.crashes else failures
+            self.listener.plans[key] = MessagePlan(key, self.sent[key])
+            self.target.producer().send("T", key.encode(), key=key)
+
+    @rule(ms=st.sampled_from([1_000, 5_000, 30_000, 130_000, 600_000, 3_600_000]))
+    def advance(self, ms: int) -> None:
+        self.target.advance(ms)
+        self.pending_crashes = [t for t in self.pending_crashes if t > self.target.now_ms()]
+
+    @invariant()
+    def every_queue_owned_once(self) -> None:
+        if not getattr(self, "live", None) or self.pending_crashes:
+            return
+        owners: dict = {}
+        for c in self.live:
+            for q in c.assigned:
+                owners.setdefault(q, []).append(c.client_id)
+        for topic, queues in (("T", 4), ("%RETRY%G", 1)):
+            for qid in range(queues):
+                held = owners.get((topic, qid), [])
+                require(len(held) == 1, "ALLOC-01", f"queue {topic}:{qid} owned by {held} with no crash pending")
+
+    def teardown(self) -> None:
+        if not hasattr(self, "target"):
+            return
+        if not self.live:
+            self.join()
+        self.target.settle()
+        delivered = [e for e in self.target.events() if e.kind == "DELIVER" and e.topic == "T"]
+        missing = set(self.sent) - {e.key for e in delivered}
+        require(not missing, "OFFSET-04" if self.crashes else "RETRY-CONC-03", f"lost {sorted(missing)}")
+        if self.crashes:
+            seen: set = set()
+            for e in delivered:
+                if e.key in seen:
+                    require((e.queue_id, e.queue_offset) in self.windows, "OFFSET-04",
+                            f"{e.key} (T:{e.queue_id}@{e.queue_offset}) delivered twice outside any crash window")
+                seen.add(e.key)
+            return
+        observed = lives(self.target.events(), "G")
+        oracle = default_oracle()
+        for key, failures in self.sent.items():
+            want, got = oracle.push4x_concurrent(failures), observed[key]
+            require((got.deliveries, got.final) == (want.deliveries, want.final), "RETRY-CONC-04",
+                    f"{key}: {got.deliveries} deliveries ending {got.final}; spec: {want.deliveries} ending {want.final}")
+            require(all(seen >= w for seen, w in zip(got.waits_ms, want.waits_ms)), "RETRY-CONC-07",
+                    f"{key}: a retry came early: waits {got.waits_ms}, spec {want.waits_ms}")
+            if not self.had_gap:
+                require(got.waits_ms == want.waits_ms, "RETRY-CONC-07",
+                        f"{key}: waits {got.waits_ms} with consumers always present; spec {want.waits_ms}")
+
+
+def _run(make_target, crashes: bool, steps: int) -> None:
+    machine = type("Machine", (ClusteringMachine,), {"target_factory": staticmethod(make_target), "crashes": crashes})
+    runner = machine.TestCase()
+    runner.settings = settings(runner.settings, stateful_step_count=steps)
+    runner.runTest()
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ALLOC-00", "ALLOC-01", "RETRY-CONC-03", "RETRY-CONC-04", "RETRY-CONC-07", "RETRY-CONC-10")
+def test_membership_churn_with_failing_listeners(make_target) -> None:
+    _run(make_target, crashes=False, steps=25)
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04")
+def test_rebalance_under_churn_with_crashes(make_target) -> None:
+    _run(make_target, crashes=True, steps=30)
