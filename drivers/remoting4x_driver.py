@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from history.profiles import REMOTING_4X
+REMOTING_4X = "remoting-4.x"  # a value of the driver protocol; this program imports nothing of the project
 
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["send.sync", "send.oneway", "delay.level", "consumer.filter.tag", "consumer.push4x.concurrent",

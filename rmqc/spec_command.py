@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p_show.add_argument("id")
     p_cov = spec_sub.add_parser("coverage", help="reference rule and tests per behaviour")
     p_cov.add_argument("--strict", action="store_true",
-                       help="exit 1 on a behaviour without a rule or a test, or a citation of an unknown ID")
+                       help="exit 1 on a behaviour without a rule, model code (unless not modelled) or a test, a citation "
+                            "of an unknown ID, or a range citation in the model")
     p_cov.add_argument("--area", action="append", help="only these areas (repeatable)")
     p_cov.add_argument("--gaps", action="store_true", help="print only the behaviours with gaps")
     parser.set_defaults(handler=run)
@@ -66,6 +67,13 @@ def run(args: argparse.Namespace) -> int:
             print("  vectors: " + " ".join(b.vectors.split()))
         for d in b.divergences:
             print(f"  divergence {d['claim']}: docs say {d['docs_say']!r}; held by {', '.join(d['held_by'])}")
+        coverage = compute_coverage(spec)
+        model = coverage.model.get(b.id) or ([f"- (not modelled: {b.not_modelled})"] if b.not_modelled else [])
+        for label, cited in (("reference rule", coverage.rules.get(b.id, [])), ("model code", model),
+                             ("tests", coverage.tests.get(b.id, [])), ("scenarios", coverage.scenarios.get(b.id, []))):
+            print(f"  {label} ({len(cited)}):" if cited else f"  {label}: none")
+            for where in cited:
+                print(f"    {where}")
         return 0
     coverage = compute_coverage(spec)
     gaps = coverage.gaps(spec, areas)
@@ -73,18 +81,23 @@ def run(args: argparse.Namespace) -> int:
         if areas and b.area not in areas:
             continue
         rules = coverage.rules.get(b.id, [])
+        model = coverage.model.get(b.id, [])
         tests = coverage.tests.get(b.id, [])
         if args.gaps and b.id not in gaps:
             continue
         status = "ok " if b.id not in gaps else "GAP"
         missing = f"  (no {' and no '.join(gaps[b.id])})" if b.id in gaps else ""
         print(f"{status} {b.id:<14} rules: {', '.join(rules) or '-'}")
+        print(f"    {'':<14} model: {', '.join(model[:3]) + (' …' if len(model) > 3 else '') if model else ('not modelled' if b.not_modelled else '-')}")
         print(f"    {'':<14} tests: {len(tests)}{(' — ' + ', '.join(tests[:3]) + (' …' if len(tests) > 3 else '')) if tests else ''}{missing}")
     for line in coverage.unknown_citations:
         print(f"UNKNOWN ID {line}")
+    for line in coverage.range_citations:
+        print(f"RANGE {line}: the model cites exact IDs")
     total = sum(1 for b in spec.behaviours.values() if not areas or b.area in areas)
-    print(f"{total - len(gaps)}/{total} behaviours have a reference rule and a test; {len(gaps)} gaps; "
-          f"{len(coverage.unknown_citations)} unknown citations")
-    if args.strict and (gaps or coverage.unknown_citations):
+    print(f"{total - len(gaps)}/{total} behaviours have a reference rule, model code (unless not modelled) and a "
+          f"test; {len(gaps)} gaps; {len(coverage.unknown_citations)} unknown citations; "
+          f"{len(coverage.range_citations)} range citations in the model")
+    if args.strict and (gaps or coverage.unknown_citations or coverage.range_citations):
         return 1
     return 0

@@ -38,6 +38,8 @@ class Behaviour:
     divergences: tuple[Mapping[str, Any], ...] = ()
     kind: str = "behaviour"
     related: tuple[str, ...] = ()
+    not_modelled: str = ""
+    """Why the model does not implement it; empty when it does (and must cite the ID)."""
     file: str = ""
     line: int = 0
 
@@ -153,6 +155,7 @@ def load_spec(directory: Path | None = None) -> Spec:
                 profiles=raw["profiles"], defaults=raw.get("defaults") or {}, sources=raw["sources"],
                 vectors=(raw.get("vectors") or "").strip(), divergences=tuple(raw.get("divergences") or ()),
                 kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
+                not_modelled=raw.get("not_modelled", ""),
                 file=display_path(path), line=line)
     for b in spec.behaviours.values():
         for ref in list(b.related) + [d["claim"] for d in b.divergences]:

@@ -5,13 +5,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.profiles import BROKER_PROFILES
 from history.values import LocalTransactionState as S
 from reference_impl.rules.transaction import TRANSACTION_TIMEOUT_MS
 from suites.checks import require
 from suites.oracle import default_oracle
 from suites.tolerance import close_enough, tolerance_for
 
-BOTH = pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+BOTH = pytest.mark.parametrize("profile", BROKER_PROFILES)
 
 
 def _first_delivery_after_send(target, key):

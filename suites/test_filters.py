@@ -5,6 +5,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from history.profiles import BROKER_PROFILES
 from history.values import ListenerOutcome
 from reference_impl.rules import filter as reference_filter
 from reference_impl.rules.codes import RocketMQError
@@ -74,7 +75,7 @@ TAGS = st.sampled_from([None, "TagA", "TagB", "Aa", "BB", "*"])
 
 
 @pytest.mark.spec("FILTER-01", "FILTER-02", "FILTER-03")
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 @given(expression=st.sampled_from(["*", "", "TagA", "TagA || TagB", "Aa", " * ", "TagA||*", "BB ||"]),
        tags=st.lists(TAGS, min_size=1, max_size=6))
 def test_tag_subscription(make_target, profile, expression, tags):

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.profiles import BROKER_PROFILES
 from reference_impl.rules.codes import RocketMQError
 from suites.checks import require
 
@@ -162,7 +163,7 @@ def test_network_errors_retry_immediately(make_target, sdk):
 
 
 @pytest.mark.spec("FIFO-01", "FIFO-03", "QSEL-04")
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 @given(groups=st.lists(st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20),
                        min_size=1, max_size=5), per_group=st.integers(1, 4))
 def test_message_group_routing(make_target, profile, groups, per_group):

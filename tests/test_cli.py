@@ -6,6 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
+import pytest
+
+from reports.summary import RunSummary, SummaryError
+from spec.coverage import compute_coverage
+from spec.loader import default_spec, schema
+
 RMQC = [sys.executable, "-m", "rmqc.cli"]
 ISSUE_AREAS = ["DELAY", "RETRY-CONC", "ORDER-4X", "RETRY-5X", "FIFO", "TX"]
 
@@ -56,6 +63,8 @@ def test_run_writes_a_run_folder(tmp_path: Path) -> None:
     result = _rmqc("run", "--target", "reference", "--out", str(out), "-k", "vectors_delay or scenario")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
+    jsonschema.Draft202012Validator(schema("run-summary.schema.json")).validate(summary)
+    assert RunSummary.read(out / "summary.json").as_json() == summary
     assert summary["target"] == "reference" and not summary["failed"]
     assert summary["behaviours"]["DELAY-02"]["verdict"] == "pass"
     assert (out / "events.parquet").stat().st_size > 0
@@ -63,3 +72,44 @@ def test_run_writes_a_run_folder(tmp_path: Path) -> None:
     labels = [json.loads(p.read_text()).get("labels", []) for p in (out / "allure-results").glob("*-result.json")]
     assert any(label["name"] == "spec_id" for group in labels for label in group)
     assert "DELAY" in result.stdout and "pass" in result.stdout
+
+
+def test_coverage_strict_needs_model_code_unless_not_modelled(tmp_path: Path) -> None:
+    import shutil
+
+    from spec.loader import BEHAVIOURS_DIR
+
+    spec_dir = tmp_path / "behaviours"
+    shutil.copytree(BEHAVIOURS_DIR, spec_dir)
+    text = (spec_dir / "delay.yaml").read_text()
+    block = text[text.index("- id: DELAY-09"):]
+    block = "\n".join(line for line in block.splitlines() if not line.startswith("  not_modelled:")) + "\n"
+    (spec_dir / "zz_new.yaml").write_text("area: ZZ\ntitle: new\nbehaviours:\n" + block.replace("DELAY-09", "ZZ-01"))
+    result = _rmqc("spec", "--spec-dir", str(spec_dir), "coverage", "--strict", "--gaps")
+    assert result.returncode == 1
+    assert "GAP ZZ-01" in result.stdout and "(no rule and no model and no test)" in result.stdout
+
+
+def test_coverage_reports_a_range_the_model_cites(tmp_path: Path) -> None:
+    model = tmp_path / "reference_impl" / "model"
+    model.mkdir(parents=True)
+    (model / "broker.py").write_text("def pop():\n    # FIFO-04..06 and FIFO-07\n    pass\n")
+    coverage = compute_coverage(default_spec(), root=tmp_path)
+    assert coverage.range_citations == ["reference_impl/model/broker.py:2: FIFO-04..06"]
+    assert coverage.model == {"FIFO-07": ["reference_impl.model.broker.pop"]}
+
+
+def test_spec_show_lists_what_cites_a_behaviour() -> None:
+    result = _rmqc("spec", "show", "FIFO-05")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in ("reference rule (", "reference_impl.rules.fifo.need_block", "model code (",
+                     "reference_impl.model.broker.Broker", "tests (", "::test_", "scenarios (",
+                     "spec/scenarios/fifo-renew-limit.yaml"):
+        assert expected in out, out
+
+
+def test_a_summary_that_does_not_validate_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text(json.dumps({"run_id": "r", "behaviours": {}}))
+    with pytest.raises(SummaryError, match=r"summary.json: not an rmqc run summary: at \(top level\): 'target'"):
+        RunSummary.read(tmp_path / "summary.json")

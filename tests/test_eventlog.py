@@ -10,6 +10,7 @@ import pytest
 from adapters.reference import ReferenceTarget
 from history.events import COLUMNS, EVENT_KINDS, EventRecorder
 from history.parquet import arrow_schema, read_parquet, write_parquet
+from history.profiles import BROKER_PROFILES
 from spec.loader import schema
 from suites.scenario import MessagePlan, Scenario, run_scenario
 
@@ -27,7 +28,7 @@ def test_kinds_and_columns_match_the_json_schema() -> None:
     assert tuple(arrow_schema().names) == tuple(s["properties"]) == COLUMNS
 
 
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 def test_every_emitted_event_validates(profile: str) -> None:
     validator = jsonschema.Draft202012Validator(schema("event-log.schema.json"))
     events = _events(profile)
@@ -51,7 +52,7 @@ def test_unknown_kind_is_refused() -> None:
         EventRecorder("r", "t", "p").emit("NOPE", 0)
 
 
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 def test_the_model_is_deterministic_for_a_seed(profile: str) -> None:
     assert _events(profile, seed=7) == _events(profile, seed=7)
     assert [e.msg_id for e in _events(profile, 7)] != [e.msg_id for e in _events(profile, 8)]

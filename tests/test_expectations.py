@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from reports.expectations import Expectation, ExpectationFile, gate, load_expectations, updated_entries
+from reports.expectations import (
+    Expectation,
+    ExpectationFile,
+    gate,
+    load_expectations,
+    updated_entries,
+)
+from reports.summary import RunSummary, TestResult
 from spec.loader import SpecError, default_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,10 +105,10 @@ def test_bad_file_is_a_usage_error_of_rmqc_run(tmp_path):
     assert run.returncode != 0 and "bad.yaml:3: NOPE-01: unknown behaviour ID" in run.stdout + run.stderr
 
 
-def _summary(verdicts: dict[str, str], profiles=("grpc-5.x",), version="5.3.1") -> dict:
-    return {"run_id": "r", "profiles": list(profiles), "version": version,
-            "behaviours": {b: {"verdict": v, "tests": [{"test": f"t::{b}", "verdict": v, "reason": f"why {b}"}]}
-                           for b, v in verdicts.items()}}
+def _summary(verdicts: dict[str, str], profiles=("grpc-5.x",), version="5.3.1") -> RunSummary:
+    results = {b: [TestResult(f"t::{b}", v, f"why {b}")] for b, v in verdicts.items()}
+    return RunSummary.build(results, default_spec(), run_id="r", target="reference", version=version,
+                            profiles=profiles, elapsed_s=0.0, timing={})
 
 
 def test_conditions_on_profile_and_version():

@@ -5,7 +5,15 @@ from collections import Counter
 
 import pytest
 
-from spark_checks.simulate import Distributions, FifoQueues, generate_chunk, model_events, plan_messages, to_table
+from history.profiles import BROKER_PROFILES
+from spark_checks.simulate import (
+    Distributions,
+    FifoQueues,
+    generate_chunk,
+    model_events,
+    plan_messages,
+    to_table,
+)
 
 KINDS = {"SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "DLQ", "APPLY"}
 
@@ -14,7 +22,7 @@ def _project(kind, ts, topic, group, msg_id, key, attempt):
     return kind, ts, topic, group, msg_id, key, attempt if kind in ("DELIVER", "DLQ") else None
 
 
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_bulk_generator_equals_the_model(profile, seed):
     dist = Distributions(profile=profile, p_fail=0.3, p_always_fail=0.05, p_fifo=0.3, message_groups=4, p_delay=0.1,

@@ -13,6 +13,7 @@ import pytest
 from check_oracle import as_table, event_logs, expected_counts, row
 from hypothesis import HealthCheck, given, settings
 
+from history.profiles import BROKER_PROFILES
 from spark_checks.checks import FAULT_CHECK, FAULT_COUNT, CheckInputError, run_checks
 from spark_checks.simulate import FAULTS, simulate
 
@@ -31,7 +32,7 @@ def spark():
 @pytest.fixture(scope="module")
 def clean_logs(tmp_path_factory):
     out = {}
-    for profile in ("grpc-5.x", "remoting-4.x"):
+    for profile in BROKER_PROFILES:
         path = tmp_path_factory.mktemp(f"clean-{profile}")
         simulate(EVENTS, path, seed=11, profile=profile, progress=False)
         out[profile] = path
@@ -42,7 +43,7 @@ def _verdicts(result):
     return {c["name"]: c for c in result["checks"]}
 
 
-@pytest.mark.parametrize("profile", ["grpc-5.x", "remoting-4.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 def test_a_clean_log_passes_every_check(spark, clean_logs, profile):
     result = run_checks(spark, str(clean_logs[profile]))
     failing = {n: c["counts"] for n, c in _verdicts(result).items() if c["verdict"] != "pass"}

@@ -218,7 +218,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.SendMessageResponse(status=overall, entries=entries)
 
     def _send_one(self, message: pb.Message, client: str) -> rpc.SendResultEntry:
-        """Proxy checks (LIMIT-01..04, FIFO-07, DELAY-08), queue choice (FIFO-01), then the broker's put."""
+        """Proxy checks (LIMIT-01, LIMIT-02, LIMIT-03, LIMIT-04, FIFO-07, DELAY-08), queue choice (FIFO-01), then the broker's put."""
         sp = message.system_properties
         topic = message.topic.name
         validation.check_topic_proxy(topic)
@@ -266,7 +266,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.SendResultEntry(status=status(codes.OK), message_id=sp.message_id,
                                    offset=put.message.queue_offset)
 
-    # ---- transactions (TX-01..05) -----------------------------------------------------------
+    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) -----------------------------------------------------------
 
     def _check_by_telemetry(self, message, check_times: int) -> None:
         """A transaction check goes to the Telemetry stream of the producer that sent the half (any
@@ -314,6 +314,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
     def _receive(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:
         """Pop with the proxy's invisible-time rules (RETRY-5X-09), long-polling until a message is visible."""
+        # implements FILTER-02 through the rules it calls
         group = self._group(request.group.name)
         if request.batch_size <= 0:
             raise RocketMQError(codes.BAD_REQUEST, f"batch size {request.batch_size} must be positive")

@@ -100,7 +100,7 @@ class GroupConfig:
 
 SEND_OUTCOMES = ("unreachable", "timeout", "timeout_after_store", "system_busy", "system_error",
                  "flush_disk_timeout", "message_illegal")
-"""What an injected broker fault makes a send attempt meet (SEND-4X-02, SEND-5X-01..03)."""
+"""What an injected broker fault makes a send attempt meet (SEND-4X-02, SEND-5X-01, SEND-5X-02, SEND-5X-03)."""
 
 
 @dataclass
@@ -235,6 +235,7 @@ class Broker:
             born_ms: int, reconsume_times: int = 0, tran_type: int = 0,
             header_reconsume_times: int | None = None, header_max_reconsume_times: int | None = None) -> PutResult:
         """Store one message: retry/DLQ redirect, half messages, delay and timer routing, then append."""
+        # implements DELAY-03, DELAY-04, DELAY-05, RETRY-CONC-11 through the rules it calls
         props = dict(properties)
         if topic.startswith(retry4x.RETRY_TOPIC_PREFIX) and header_reconsume_times is not None:
             group = topic[len(retry4x.RETRY_TOPIC_PREFIX):]
@@ -329,7 +330,7 @@ class Broker:
         return self.put(retry4x.retry_topic(group), 0, message.body, props, message.msg_id, born_ms=message.born_ms,
                         header_reconsume_times=header_rt, header_max_reconsume_times=header_max).code
 
-    # ---- 5.x pop (RETRY-5X-06..10, FIFO-04..06) ---------------------------------------------
+    # ---- 5.x pop (RETRY-5X-06, RETRY-5X-07, RETRY-5X-08, RETRY-5X-09, RETRY-5X-10, FIFO-04, FIFO-05, FIFO-06) ---------------------------------------------
 
     def _new_receipt(self) -> str:
         return f"rh-{next(self._receipts)}"
@@ -488,7 +489,7 @@ class Broker:
             self.pop_offsets[key] = nxt
         self._notify(flight.origin_topic)
 
-    # ---- transactions (TX-01..05) ------------------------------------------------------------
+    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) ------------------------------------------------------------
 
     def put_half(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str,
                  producer_group: str, immunity_seconds: int | None = None) -> HalfMessage:

@@ -1,6 +1,6 @@
 """4.x remoting push consumers: concurrent and orderly, clustering and broadcasting.
 
-RETRY-CONC-01..10 and ORDER-4X-01..04 decide; this module keeps the per-queue state and moves
+RETRY-CONC-01, RETRY-CONC-02, RETRY-CONC-03, RETRY-CONC-04, RETRY-CONC-05, RETRY-CONC-06, RETRY-CONC-07, RETRY-CONC-08, RETRY-CONC-09, RETRY-CONC-10 and ORDER-4X-01, ORDER-4X-02, ORDER-4X-03, ORDER-4X-04 decide; this module keeps the per-queue state and moves
 messages through them on the virtual clock.
 """
 from __future__ import annotations
@@ -187,6 +187,7 @@ class PushConsumer4x:
 
     def _matches(self, topic: str, message: Message) -> bool:
         """Broker filter then client re-filter for TAG; broker-only SQL92; retry topics per FILTER-04."""
+        # implements FILTER-02, FILTER-06 through the rules it calls
         if topic != self.topic:
             return True
         if self.expression_type == "SQL92":
@@ -257,7 +258,8 @@ class PushConsumer4x:
                       expected_delay_ms=self.sim.delay_ms(level), detail={"via": via})
 
     def _consume_orderly(self, key: QueueKey, message: Message) -> bool:
-        """One orderly step on a queue; False when the queue is suspended (ORDER-4X-01..03)."""
+        """One orderly step on a queue; False when the queue is suspended (ORDER-4X-01, ORDER-4X-02, ORDER-4X-03)."""
+        # implements RETRY-CONC-11 through the rules it calls
         rt = self._local_rt.get((key, message.queue_offset), message.reconsume_times)
         view = self._view(message, rt)
         status = orderly4x.orderly_status(self._deliver(view))

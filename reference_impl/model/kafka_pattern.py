@@ -1,4 +1,4 @@
-"""A model of the seed-000 Kafka retry-topic pattern on the virtual clock (KAFKA-01..04).
+"""A model of the seed-000 Kafka retry-topic pattern on the virtual clock (KAFKA-01, KAFKA-02, KAFKA-03, KAFKA-04).
 
 Partitions, one committed offset per (group, partition), an error handler that routes failures to
 the group's retry or dead topic, and a retry listener that sleeps until timestamp + delay and then

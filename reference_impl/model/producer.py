@@ -59,7 +59,8 @@ class Producer:
 
     def _validate(self, topic: str, body: bytes, tags: str | None, key: str | None, message_group: str | None,
                   properties: Mapping[str, str] | None, delivery_timestamp_ms: int | None) -> None:
-        """Client and broker/proxy checks in the order a real send meets them (LIMIT-01..04, FIFO-07, DELAY-08)."""
+        """Client and broker/proxy checks in the order a real send meets them (LIMIT-01, LIMIT-02, LIMIT-03, LIMIT-04, FIFO-07, DELAY-08)."""
+        # implements LIMIT-06 through the rules it calls
         if not self.grpc:
             validation.check_topic_client_4x(topic)
             validation.check_body_client(body)
@@ -92,11 +93,13 @@ class Producer:
         return broker.create_topic(topic, created.read_queues, created.write_queues, created.perm)
 
     def publish_queues(self, topic: "TopicConfig") -> list[MessageQueue]:
+        # implements QSEL-01, QSEL-03 through the rules it calls
         route = [qsel.QueueData(name, topic.read_queues, topic.write_queues, topic.perm) for name in topic.broker_names()]
         return qsel.publish_queues(topic.name, route)
 
     def _group_queue(self, config: "TopicConfig", queues: list[MessageQueue], message_group: str) -> MessageQueue:
         """5.x: the proxy's consistent hash (FIFO-01); 4.x: SelectMessageQueueByHash (FIFO-03)."""
+        # implements PRIM-01 through the rules it calls
         if self.grpc:
             return queues[fifo_rules.proxy_queue_for_group(message_group, len(queues))]
         return queues[fifo_rules.select_queue_by_hash_4x(java_string_hash(message_group), len(queues))]
@@ -123,6 +126,7 @@ class Producer:
     def _attempt(self, mq: MessageQueue, config: "TopicConfig", body: bytes, props: dict[str, str], msg_id: str,
                  stored: list) -> send_rules.Attempt:
         """One attempt on one broker: apply an injected fault, store when the broker would (SEND-4X-02)."""
+        # implements STORE-04 through the rules it calls
         fault = self.sim.broker.faults.take_send(mq.broker_name)
         code, failure, stores = _FAULT_ATTEMPTS[fault]
         if stores:
@@ -182,7 +186,7 @@ class Producer:
         return SendResult(status, msg_id, topic, last.queue_id, last.queue_offset, attempts=attempts)
 
     def _remoting_send(self, config, queues, body, props, msg_id, message_group, mode, stored):
-        """4.x: QSEL-02 with the last broker avoided, then the sync / async / oneway loop (SEND-4X-01..05)."""
+        """4.x: QSEL-02 with the last broker avoided, then the sync / async / oneway loop (SEND-4X-01, SEND-4X-02, SEND-4X-03, SEND-4X-04, SEND-4X-05)."""
         last_broker: list[str | None] = [None]
 
         def step(i: int, budget: int) -> send_rules.Attempt:
@@ -201,7 +205,8 @@ class Producer:
                                     version=self.version)
 
     def _grpc_send(self, config, queues, body, props, msg_id, message_group, stored) -> send_rules.SendTrace:
-        """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01..03)."""
+        """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01, SEND-5X-02, SEND-5X-03)."""
+        # implements QSEL-04 through the rules it calls
         if message_group:
             candidates = [self._group_queue(config, queues, message_group)]
         elif self.sdk == "java":
@@ -226,6 +231,7 @@ class Producer:
 
     def send_batch(self, messages: Sequence[Mapping[str, object]]) -> list[SendResult]:
         """Batch send; delayed, retry-topic or mixed-topic batches are rejected by the client (DELAY-07, LIMIT-05)."""
+        # implements STORE-04 through the rules it calls
         delay_rules.check_batch(messages)
         bodies = [bytes(m.get("body", b"x")) for m in messages]  # type: ignore[arg-type]
         validation.check_batch_size(bodies, [storage.properties_to_string({"UNIQ_KEY": "0" * 32, "WAIT": "true"})] * len(bodies))
@@ -234,7 +240,7 @@ class Producer:
 
 
 class TransactionProducer(Producer):
-    """Half message, local transaction, end transaction, answers to checks (TX-01..04)."""
+    """Half message, local transaction, end transaction, answers to checks (TX-01, TX-02, TX-03, TX-04)."""
 
     def __init__(self, sim: "Simulation", group: str, client_id: str, grpc: bool,
                  check: TransactionCheck | None = None) -> None:

@@ -54,6 +54,7 @@ class Simulation:
         self.recorder.emit(kind, self.clock.now_ms, **fields)
 
     def delay_ms(self, level: int) -> int:
+        # implements DELAY-01 through the rules it calls
         return delay_rules.delay_ms_for_level(level, self.broker.delay_table)
 
     def emit_deliver(self, group: str, client_id: str, view: MessageView) -> None:
