@@ -6,16 +6,21 @@ pytest run's Hypothesis settings.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from hypothesis import HealthCheck, settings
+if TYPE_CHECKING:
+    from hypothesis import settings
 
 ENV = "RMQC_HYPOTHESIS_PROFILE"
-# ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
-_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
-def _profiles() -> dict[str, settings]:
-    common = dict(deadline=None, print_blob=True, suppress_health_check=_SUPPRESSED)
+def _profiles() -> "dict[str, settings]":
+    # imported here, not at import time: ``rmqc run`` reads ENV before pytest starts and rewrites asserts
+    from hypothesis import HealthCheck, settings
+
+    # ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
+    suppressed = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    common = dict(deadline=None, print_blob=True, suppress_health_check=suppressed)
     return {
         "ci": settings(max_examples=100, derandomize=True, **common),
         "dev": settings(max_examples=300, **common),
@@ -39,6 +44,8 @@ def load(name: str) -> None:
     profiles = _profiles()
     if name not in profiles:
         raise ValueError(f"unknown Hypothesis profile {name!r}; the project has {', '.join(NAMES)}")
+    from hypothesis import settings
+
     for key, value in profiles.items():
         settings.register_profile(f"rmqc-{key}", value)
     settings.load_profile(f"rmqc-{name}")
