@@ -29,6 +29,7 @@ class SummaryError(ValueError):
 class TestResult:
     """One test's verdict on the behaviours it cites."""
 
+    __test__ = False  # a record, not a pytest test class
     test: str
     verdict: str
     reason: str = ""
