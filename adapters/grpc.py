@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 import grpc
 
+from frontends.grpc import admin
 from history.events import Event, EventRecorder
 from history.profiles import GRPC_5X
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
-from frontends.grpc import admin
 
 from .base import NotApplicable, Target, TargetError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
@@ -654,7 +654,6 @@ class GrpcPushConsumer:
         """Shut down with the target (the SDK's shutdown also notifies the server)."""
 
 
-__all__ = ["GrpcTarget", "probe", "admin_call", "ServerInfo"]
 
 
 def build(address: str, profile: str, **options: object) -> GrpcTarget:
@@ -666,3 +665,6 @@ def probe(address: str) -> Probe:
     """Reach the proxy once: it runs the 5.x profile, on a wall clock."""
     info = server_info(address)
     return Probe((GRPC_5X,), "wall", info.version)
+
+
+__all__ = ["GrpcTarget", "build", "probe", "server_info", "admin_call", "ServerInfo"]

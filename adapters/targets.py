@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from history.profiles import GRPC_5X, REMOTING_4X
 
@@ -85,10 +85,6 @@ class ParsedTarget:
     def build(self, profile: str | None = None, **options: object) -> Target:
         """A fresh target of this kind (``run_id``, ``seed`` and the kind's own options)."""
         return self.kind.module().build(self.address, profile or self.kind.default_profile, **options)  # type: ignore[no-any-return]
-
-    @property
-    def factory(self) -> Callable[..., Target]:
-        return self.build
 
 
 _PROBES: dict[str, Probe] = {}

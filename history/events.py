@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 EVENT_KINDS = (
     "SEND_INVOKE", "SEND_OK", "SEND_FAIL", "SEND_UNKNOWN", "DELIVER", "CONSUME_OK", "CONSUME_FAIL",
@@ -18,8 +18,9 @@ EVENT_KINDS = (
 )
 
 
-def _column(storage: str, default: object = None) -> object:
-    """A column with its storage type (``string``, ``int32``, ``int64``, ``map``)."""
+def _column(storage: str, default: object = dataclasses.MISSING) -> Any:
+    """A column with its storage type (``string``, ``int32``, ``int64``, ``map``); required unless a
+    default is given."""
     if storage == "map":
         return field(default_factory=dict, metadata={"storage": storage})
     return field(default=default, metadata={"storage": storage})
@@ -29,25 +30,25 @@ def _column(storage: str, default: object = None) -> object:
 class Event:
     """One observable transition (event log v1), its fields in the log's column order."""
 
-    run_id: str = _column("string", "")  # type: ignore[assignment]
-    target: str = _column("string", "")  # type: ignore[assignment]
-    profile: str = _column("string", "")  # type: ignore[assignment]
-    seq: int = _column("int64", 0)  # type: ignore[assignment]
-    ts_ms: int = _column("int64")  # type: ignore[assignment]
-    kind: str = _column("string")  # type: ignore[assignment]
-    topic: str | None = _column("string")  # type: ignore[assignment]
-    group: str | None = _column("string")  # type: ignore[assignment]
-    client_id: str | None = _column("string")  # type: ignore[assignment]
-    queue_id: int | None = _column("int32")  # type: ignore[assignment]
-    queue_offset: int | None = _column("int64")  # type: ignore[assignment]
-    msg_id: str | None = _column("string")  # type: ignore[assignment]
-    key: str | None = _column("string")  # type: ignore[assignment]
-    message_group: str | None = _column("string")  # type: ignore[assignment]
-    producer_seq: int | None = _column("int64")  # type: ignore[assignment]
-    attempt: int | None = _column("int32")  # type: ignore[assignment]
-    delay_level: int | None = _column("int32")  # type: ignore[assignment]
-    expected_delay_ms: int | None = _column("int64")  # type: ignore[assignment]
-    detail: Mapping[str, str] = _column("map")  # type: ignore[assignment]
+    run_id: str = _column("string", "")
+    target: str = _column("string", "")
+    profile: str = _column("string", "")
+    seq: int = _column("int64", 0)
+    ts_ms: int = _column("int64")
+    kind: str = _column("string")
+    topic: str | None = _column("string", None)
+    group: str | None = _column("string", None)
+    client_id: str | None = _column("string", None)
+    queue_id: int | None = _column("int32", None)
+    queue_offset: int | None = _column("int64", None)
+    msg_id: str | None = _column("string", None)
+    key: str | None = _column("string", None)
+    message_group: str | None = _column("string", None)
+    producer_seq: int | None = _column("int64", None)
+    attempt: int | None = _column("int32", None)
+    delay_level: int | None = _column("int32", None)
+    expected_delay_ms: int | None = _column("int64", None)
+    detail: Mapping[str, str] = _column("map")
 
 
 COLUMN_TYPES: dict[str, str] = {f.name: f.metadata["storage"] for f in dataclasses.fields(Event)}

@@ -151,7 +151,7 @@ def first_failing(tests: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | Non
 
 def _first_failure(behaviour: BehaviourResult) -> str:
     """The first failing test's reason, for messages and new expectations."""
-    failing = next((t for t in behaviour.tests if t.verdict == "fail"), None)
+    failing = behaviour.first_failure()
     return f"{failing.test}: {failing.reason}" if failing else ""
 
 

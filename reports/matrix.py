@@ -16,7 +16,7 @@ from typing import Any
 from spec.loader import Spec
 
 from .expectations import first_failing
-from .summary import RunSummary, SummaryError
+from .summary import SummaryError, read_json
 
 CELL_STATES = ("fail", "expected failure", "inconclusive", "pass", "not applicable", "not tested")
 TRACE_EVENTS = 60
@@ -53,7 +53,7 @@ class Run:
 
 def load_run(folder: Path) -> Run:
     try:  # read through the typed record, so a summary that does not validate is one clear error
-        summary = RunSummary.read(folder / "summary.json").as_json()
+        summary = read_json(folder / "summary.json")
     except SummaryError as exc:
         raise ReportInputError(str(exc)) from None
     spark = {}

@@ -49,6 +49,10 @@ class BehaviourResult:
     verdict: str
     tests: list[TestResult]
 
+    def first_failure(self) -> TestResult | None:
+        """The first failing test, the one messages and new expectations quote."""
+        return next((t for t in self.tests if t.verdict == FAIL), None)
+
 
 @dataclass
 class RunSummary:
@@ -116,18 +120,10 @@ class RunSummary:
 
     @classmethod
     def read(cls, path: Path) -> "RunSummary":
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise SummaryError(f"{path.parent}: not a run folder (no summary.json; write one with rmqc run --out)") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SummaryError(f"{path}: cannot read the run summary: {exc}") from None
-        return cls.from_json(data, str(path))
+        return cls.from_json(_load(path), str(path))
+
 
     # ---- reading -----------------------------------------------------------------------------------
-
-    def first_failure(self, sid: str) -> TestResult:
-        return next(t for t in self.behaviours[sid].tests if t.verdict == FAIL)
 
     def lines(self) -> list[str]:
         """The terminal summary: per-area counts, IDs by verdict, every failure with its spec ID."""
@@ -152,9 +148,26 @@ class RunSummary:
                     f"{v} " + " ".join(_ranges(n) if fam == area else f"{fam} {_ranges(n)}" for fam, n in fams.items())
                     for v, fams in by_verdict.items()))
         for sid in self.failed:
-            first = self.first_failure(sid)
+            first = self.behaviours[sid].first_failure()
+            assert first is not None  # a failed behaviour has a failing test
             lines.append(f"FAIL {sid}: {first.test}: {first.reason}")
         return lines
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A summary.json as JSON, validated (for readers that keep it as data, like the matrix)."""
+    data = _load(path)
+    _validate(data, str(path))
+    return data
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SummaryError(f"{path.parent}: not a run folder (no summary.json; write one with rmqc run --out)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SummaryError(f"{path}: cannot read the run summary: {exc}") from None
 
 
 def _validate(data: Any, where: str) -> None:

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from history.events import EVENT_KINDS
-from history.profiles import GRPC_5X
+from history.profiles import BROKER_PROFILES, GRPC_5X
 
-from .profiles import PROFILES, timing
+from .profiles import timing
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
@@ -147,7 +147,7 @@ def _read(spark, path: str):
     return raw
 
 
-PROFILES_BY_NAME = tuple(sorted(PROFILES))
+PROFILES_BY_NAME = tuple(sorted(BROKER_PROFILES))
 """The profiles the checks know, in name order: a log naming several is checked as the first."""
 
 
@@ -599,8 +599,8 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
-    known = " and ".join(PROFILES)
-    if profile is not None and profile not in PROFILES:
+    known = " and ".join(BROKER_PROFILES)
+    if profile is not None and profile not in BROKER_PROFILES:
         raise CheckInputError(f"profile {profile!r}: the checks know {known}")
     with _tuned(spark):
         loaded = load(spark, path, (out / "quarantine") if out else None)
@@ -608,7 +608,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
         try:
-            if profile not in PROFILES:
+            if profile not in BROKER_PROFILES:
                 raise CheckInputError(f"profile {profile!r} (named by the log): the checks know {known}")
             chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
             with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:

@@ -9,7 +9,6 @@ from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
 from spec.loader import default_spec
 
 _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-PROFILES = BROKER_PROFILES
 
 
 def _durations(text: str) -> list[int]:
@@ -46,4 +45,4 @@ def timing(profile: str) -> ProfileTiming:
         durations = _durations(d["customizedNext"])
         attempts = int(d["max_attempts"])
         return ProfileTiming(profile, attempts, tuple(durations[: attempts - 1]), durations[attempts - 1], tuple(levels))
-    raise ValueError(f"no timing for profile {profile!r}; known: {', '.join(PROFILES)}")
+    raise ValueError(f"no timing for profile {profile!r}; known: {', '.join(BROKER_PROFILES)}")

@@ -98,4 +98,3 @@ def check_differential(observed: Mapping[str, Life], predicted: Mapping[str, Lif
         for i, (a, b) in enumerate(zip(seen.waits_ms, want.waits_ms), start=2):
             require(abs(a - b) <= 2 * tolerance.allowed(b), sid,
                     f"key {key}: wait before delivery {i} is {a} ms; reference predicts {b} ms")
-

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import grpc
 
 from reference_impl.rules import codes
+
 from ..model_service import RealTimeModel
 
 SERVICE = "rmqc.Admin"

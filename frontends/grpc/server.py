@@ -14,11 +14,11 @@ import yaml
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from history.profiles import GRPC_5X
-
 from reference_impl import VERSION
 from reference_impl.model.simulation import Simulation
-from .admin import MESSAGE_TYPES, AdminService
+
 from ..model_service import RealTimeModel
+from .admin import MESSAGE_TYPES, AdminService
 from .service import MessagingService, ServeOptions
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # bodies over the proxy's 4 MiB must reach the handler to be refused

@@ -15,13 +15,28 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as rpc
+from rocketmq.grpc_protocol import service_pb2_grpc
 
-from reference_impl.rules import codes, delay as delay_rules, fifo as fifo_rules, filter as filter_rules, retry5x
-from reference_impl.rules import transaction as tx_rules, validation
+from reference_impl.rules import codes, retry5x, validation
+from reference_impl.rules import delay as delay_rules
+from reference_impl.rules import fifo as fifo_rules
+from reference_impl.rules import filter as filter_rules
+from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
-from .convert import WallClock, backoff_policy, message_of, ms_of, route_queues, set_ms, status, stored_message_of
+
 from ..model_service import RealTimeModel
+from .convert import (
+    WallClock,
+    backoff_policy,
+    message_of,
+    ms_of,
+    route_queues,
+    set_ms,
+    status,
+    stored_message_of,
+)
 
 log = logging.getLogger("rmqc.serve")
 
@@ -218,7 +233,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.SendMessageResponse(status=overall, entries=entries)
 
     def _send_one(self, message: pb.Message, client: str) -> rpc.SendResultEntry:
-        """Proxy checks (LIMIT-01, LIMIT-02, LIMIT-03, LIMIT-04, FIFO-07, DELAY-08), queue choice (FIFO-01), then the broker's put."""
+        """Proxy checks (LIMIT-01, LIMIT-02, LIMIT-03, LIMIT-04, FIFO-07, DELAY-08), queue choice (FIFO-01),
+        then the broker's put."""
         sp = message.system_properties
         topic = message.topic.name
         validation.check_topic_proxy(topic)
@@ -266,7 +282,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.SendResultEntry(status=status(codes.OK), message_id=sp.message_id,
                                    offset=put.message.queue_offset)
 
-    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) -----------------------------------------------------------
+    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) ----
 
     def _check_by_telemetry(self, message, check_times: int) -> None:
         """A transaction check goes to the Telemetry stream of the producer that sent the half (any

@@ -330,7 +330,7 @@ class Broker:
         return self.put(retry4x.retry_topic(group), 0, message.body, props, message.msg_id, born_ms=message.born_ms,
                         header_reconsume_times=header_rt, header_max_reconsume_times=header_max).code
 
-    # ---- 5.x pop (RETRY-5X-06, RETRY-5X-07, RETRY-5X-08, RETRY-5X-09, RETRY-5X-10, FIFO-04, FIFO-05, FIFO-06) ---------------------------------------------
+    # ---- 5.x pop (RETRY-5X-06, RETRY-5X-07, RETRY-5X-08, RETRY-5X-09, RETRY-5X-10, FIFO-04, FIFO-05, FIFO-06) ----
 
     def _new_receipt(self) -> str:
         return f"rh-{next(self._receipts)}"
@@ -489,7 +489,7 @@ class Broker:
             self.pop_offsets[key] = nxt
         self._notify(flight.origin_topic)
 
-    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) ------------------------------------------------------------
+    # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) ----
 
     def put_half(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str,
                  producer_group: str, immunity_seconds: int | None = None) -> HalfMessage:

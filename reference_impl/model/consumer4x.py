@@ -1,7 +1,8 @@
 """4.x remoting push consumers: concurrent and orderly, clustering and broadcasting.
 
-RETRY-CONC-01, RETRY-CONC-02, RETRY-CONC-03, RETRY-CONC-04, RETRY-CONC-05, RETRY-CONC-06, RETRY-CONC-07, RETRY-CONC-08, RETRY-CONC-09, RETRY-CONC-10 and ORDER-4X-01, ORDER-4X-02, ORDER-4X-03, ORDER-4X-04 decide; this module keeps the per-queue state and moves
-messages through them on the virtual clock.
+RETRY-CONC-01, RETRY-CONC-02, RETRY-CONC-03, RETRY-CONC-04, RETRY-CONC-05, RETRY-CONC-06, RETRY-CONC-07,
+RETRY-CONC-08, RETRY-CONC-09, RETRY-CONC-10 and ORDER-4X-01, ORDER-4X-02, ORDER-4X-03, ORDER-4X-04 decide; this
+module keeps the per-queue state and moves messages through them on the virtual clock.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """5.x gRPC consumers: SimpleConsumer and PushConsumer (standard and FIFO), Java or Python SDK habits.
 
-RETRY-5X-03, RETRY-5X-04, RETRY-5X-05, RETRY-5X-06, RETRY-5X-07, RETRY-5X-08, RETRY-5X-09 and FIFO-04, FIFO-05, FIFO-06 decide; this module holds receipts and local FIFO retries.
+RETRY-5X-03, RETRY-5X-04, RETRY-5X-05, RETRY-5X-06, RETRY-5X-07, RETRY-5X-08, RETRY-5X-09 and FIFO-04, FIFO-05,
+FIFO-06 decide; this module holds receipts and local FIFO retries.
 """
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ class Producer:
 
     def _validate(self, topic: str, body: bytes, tags: str | None, key: str | None, message_group: str | None,
                   properties: Mapping[str, str] | None, delivery_timestamp_ms: int | None) -> None:
-        """Client and broker/proxy checks in the order a real send meets them (LIMIT-01, LIMIT-02, LIMIT-03, LIMIT-04, FIFO-07, DELAY-08)."""
+        """Client and broker/proxy checks in the order a real send meets them (LIMIT-01, LIMIT-02, LIMIT-03,
+        LIMIT-04, FIFO-07, DELAY-08)."""
         # implements LIMIT-06 through the rules it calls
         if not self.grpc:
             validation.check_topic_client_4x(topic)
@@ -186,7 +187,8 @@ class Producer:
         return SendResult(status, msg_id, topic, last.queue_id, last.queue_offset, attempts=attempts)
 
     def _remoting_send(self, config, queues, body, props, msg_id, message_group, mode, stored):
-        """4.x: QSEL-02 with the last broker avoided, then the sync / async / oneway loop (SEND-4X-01, SEND-4X-02, SEND-4X-03, SEND-4X-04, SEND-4X-05)."""
+        """4.x: QSEL-02 with the last broker avoided, then the sync / async / oneway loop (SEND-4X-01,
+        SEND-4X-02, SEND-4X-03, SEND-4X-04, SEND-4X-05)."""
         last_broker: list[str | None] = [None]
 
         def step(i: int, budget: int) -> send_rules.Attempt:
@@ -205,7 +207,8 @@ class Producer:
                                     version=self.version)
 
     def _grpc_send(self, config, queues, body, props, msg_id, message_group, stored) -> send_rules.SendTrace:
-        """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01, SEND-5X-02, SEND-5X-03)."""
+        """5.x: Java candidates on distinct brokers or the Python round robin; flow control per SDK (SEND-5X-01,
+        SEND-5X-02, SEND-5X-03)."""
         # implements QSEL-04 through the rules it calls
         if message_group:
             candidates = [self._group_queue(config, queues, message_group)]

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-from history.outcomes import FAIL, PASS, outcome_of
+from history.outcomes import FAIL, NOT_APPLICABLE, PASS, outcome_of
 from reports.summary import TestResult
 
 from .markers import spec_ids
@@ -51,7 +51,7 @@ def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
             return item.stash[_VERDICT]
         # a plain pytest.skip (a missing tool, say): the test could not run here
         reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        return "not applicable", reason.removeprefix("Skipped: ")
+        return NOT_APPLICABLE, reason.removeprefix("Skipped: ")
     text = str(report.longrepr)
     first = next((line for line in text.splitlines() if line.startswith("E ")), text.splitlines()[-1] if text else "")
     return FAIL, first[:500]
