@@ -6,7 +6,7 @@ the tests that check it and the scenarios that pin it.
   comments cite the ID (the innermost one that holds the citation); the model cites exact IDs, never
   ranges such as ``FIFO-04..06`` (a range there is reported, and fails ``--strict``).
 - Tests are the test functions under ``suites/`` and ``tests/`` whose ``pytest.mark.spec(...)`` markers
-  cite it.
+  cite it, and the generic vector test's case for each rule the behaviour's ``cases`` name.
 - Scenarios are the files under ``spec/scenarios`` whose ``spec:`` list names it.
 
 A seed claim is implemented by the rules of the behaviours it relates to. A behaviour needs a model
@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ID_PATTERN = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]{2}\b(?!\.\.)")
 RANGE_PATTERN = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]{2}\.\.[0-9]{2}\b")
 MODEL_FOLDERS = (("reference_impl", "model"), ("frontends",))
+VECTOR_TEST = "suites/test_rule_vectors.py::test_rule_vectors"
+"""The generic test that runs every behaviour's ``cases`` (one parametrized case per rule and behaviour)."""
 
 
 @dataclass
@@ -148,6 +150,11 @@ def compute_coverage(spec: Spec, root: Path = ROOT) -> Coverage:
     tests = _test_citations(root)
     scenarios = _scenario_citations(root)
     for bid, b in spec.behaviours.items():
+        for case in b.cases:
+            for cited in (bid, *case.get("also", ())):
+                where = f"{VECTOR_TEST}[{case['rule']}-{cited}]"
+                if where not in tests.setdefault(cited, []):
+                    tests[cited].append(where)
         if b.related and all(rules.get(r) for r in b.related):
             rules.setdefault(bid, [f"via {r}" for r in b.related])
     families = {b.rsplit("-", 1)[0] for b in spec.behaviours}

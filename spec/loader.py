@@ -38,6 +38,8 @@ class Behaviour:
     divergences: tuple[Mapping[str, Any], ...] = ()
     kind: str = "behaviour"
     related: tuple[str, ...] = ()
+    cases: tuple[Mapping[str, Any], ...] = ()
+    """The catalog's vectors as tables (``suites/rule_vectors.py``)."""
     not_modelled: str = ""
     """Why the model does not implement it; empty when it does (and must cite the ID)."""
     file: str = ""
@@ -155,13 +157,31 @@ def load_spec(directory: Path | None = None) -> Spec:
                 profiles=raw["profiles"], defaults=raw.get("defaults") or {}, sources=raw["sources"],
                 vectors=(raw.get("vectors") or "").strip(), divergences=tuple(raw.get("divergences") or ()),
                 kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
-                not_modelled=raw.get("not_modelled", ""),
+                not_modelled=raw.get("not_modelled", ""), cases=tuple(raw.get("cases") or ()),
                 file=display_path(path), line=line)
     for b in spec.behaviours.values():
         for ref in list(b.related) + [d["claim"] for d in b.divergences]:
             if ref not in spec.behaviours:
                 raise SpecError(f"{b.file}:{b.line}: {b.id}: refers to unknown ID {ref}")
+        for number, case in enumerate(b.cases, start=1):
+            _check_case(spec, b, number, case)
     return spec
+
+
+def _check_case(spec: Spec, b: Behaviour, number: int, case: Mapping[str, Any]) -> None:
+    """Every row has a value per column; ``match`` only beside ``raises``, never beside ``expect``."""
+    where = f"{b.file}:{b.line}: {b.id}: case {number} ({case['rule']})"
+    columns = case["columns"]
+    for other in case.get("also", ()):
+        if other not in spec.behaviours:
+            raise SpecError(f"{where}: also names unknown ID {other}")
+    if ("match" in columns or "error_code" in columns) and "raises" not in columns:
+        raise SpecError(f"{where}: match and error_code columns need a raises column")
+    if "expect" in columns and "raises" in columns:
+        raise SpecError(f"{where}: a case checks either expect or raises, not both")
+    for index, row in enumerate(case["rows"], start=1):
+        if len(row) != len(columns):
+            raise SpecError(f"{where}: row {index} has {len(row)} values for {len(columns)} columns {columns}")
 
 
 @lru_cache(maxsize=1)

@@ -11,29 +11,29 @@ BREAKS = {
     "level-two-plus-rt": (
         "from reference_impl.rules import retry4x\n"
         "retry4x.retry_level_for = lambda reconsume_times: 2 + reconsume_times\n",
-        "test_retry_ladders.py", "concurrent_4x_retry_ladder", "[RETRY-CONC-07]", "failures=1"),
+        "test_retry_4x.py", "concurrent_4x_retry_ladder", "[RETRY-CONC-07]", "failures=1"),
     "dlq-one-attempt-early": (
         "from reference_impl.rules import retry4x\n"
         "_orig = retry4x.effective_max_reconsume_times\n"
         "retry4x.effective_max_reconsume_times = lambda m, orderly: 15 if m == -1 and not orderly else _orig(m, orderly)\n",
-        "test_retry_ladders.py", "concurrent_4x_retry_ladder", "[RETRY-CONC-04]", "failures=16"),
+        "test_retry_4x.py", "concurrent_4x_retry_ladder", "[RETRY-CONC-04]", "failures=16"),
     "5x-server-index-in-client": (
         "from reference_impl.rules import retry5x\n"
         "retry5x.java_customized_delay_ms = lambda attempt, d=retry5x.DEFAULT_CUSTOMIZED_NEXT_MS: d[min(attempt + 1, len(d) - 1)]\n",
-        "test_retry_ladders.py", "push_5x_nack_ladder", "[RETRY-5X-06]", "failures=1"),
+        "test_retry_5x.py", "push_5x_nack_ladder", "[RETRY-5X-06]", "failures=1"),
     "orderly-suspend-unclamped": (
         "from reference_impl.rules import orderly4x\n"
         "orderly4x.suspend_time_ms = lambda context=-1, consumer=1000: 5000\n",
-        "test_retry_ladders.py", "orderly", "[ORDER-4X-02]", "failures=1"),
+        "test_retry_4x.py", "orderly_4x", "[ORDER-4X-02]", "failures=1"),
     "modulo-instead-of-consistent-hash": (
         "from reference_impl.rules import fifo\n"
         "from reference_impl.rules.primitives import java_string_hash\n"
         "fifo.proxy_queue_for_group = lambda group, n: abs(java_string_hash(group)) % n\n",
-        "test_send_routing.py", "catalog_group_routing", "[FIFO-01]", "order-1"),
+        "test_fifo.py", "catalog_group_routing", "[FIFO-01]", "order-1"),
     "averagely-instead-of-by-circle": (
         "from reference_impl.rules import allocation\n"
         "allocation.allocate_by_circle = allocation.allocate_averagely\n",
-        "test_vectors_routing.py", "by_circle", "FAIL ALLOC-02", "test_by_circle[8-3"),
+        "test_rule_vectors_in_code.py", "by_circle", "FAIL ALLOC-02", "test_by_circle[8-3"),
     "sql-null-equals-null-is-true": (
         "from reference_impl.rules import filter as f\n"
         "_orig = f.Compare.evaluate\n"
@@ -50,7 +50,12 @@ BREAKS = {
         "    data = _orig(m, develop)\n"
         "    return data[:12] + data[16:20] + data[12:16] + data[20:]  # FLAG before QUEUEID\n"
         "storage.encode_commitlog = _swapped\n",
-        "test_storage_formats.py", "offsets", "[STORE-01]", "Failing test case"),
+        "test_storage.py", "offsets", "[STORE-01]", "Failing test case"),
+    "delay-queue-id-off-by-one": (  # caught by a catalog vector that is data (spec/behaviours/delay.yaml)
+        "from reference_impl.rules import delay\n"
+        "delay.delay_level_to_queue_id = lambda level: level\n",
+        "test_rule_vectors.py", "delay_level_to_queue_id", "FAIL DELAY-03",
+        "delay.delay_level_to_queue_id row 1 {'level': 1}: got 1, the vector says 0"),
 }
 
 

@@ -1,13 +1,182 @@
-"""Catalog vectors of ALLOC-00..06, QSEL-01..04, SEND-4X-01..07 and SEND-5X-01..03 against the pure rules."""
+"""The vectors that need code rather than a table: sequences over a rule's state (an OrderInfo committed
+offset by offset, consumed counts merged pop by pop, a local FIFO retry schedule summed), generated inputs
+(bodies and property maps at the limits), byte layouts, and rules that take a callback. The vectors that
+are plain inputs and outputs are data in ``spec/behaviours`` (``test_rule_vectors.py``)."""
 from __future__ import annotations
 
 import pytest
 
-from reference_impl.rules import allocation as a, codes, queue_selection as q, send as s
+from reference_impl.rules import allocation as a
+from reference_impl.rules import codes
+from reference_impl.rules import fifo as f
+from reference_impl.rules import filter as sql
+from reference_impl.rules import message_id as mid
+from reference_impl.rules import offsets as o
+from reference_impl.rules import queue_selection as q
+from reference_impl.rules import retry5x as x
+from reference_impl.rules import send as s
+from reference_impl.rules import storage as st
+from reference_impl.rules import validation as v
 from reference_impl.rules.allocation import MessageQueue as MQ
+from reference_impl.rules.codes import RocketMQError
 from reference_impl.rules.primitives import INT_MAX, md5_ring_hash
 
 pytestmark = pytest.mark.reference_rule
+
+
+@pytest.mark.spec("RETRY-5X-08")
+def test_fifo_local_schedule_java_and_python():
+    policy = x.sdk_consumer_policy("java", x.consumer_settings())
+    waits = x.fifo_local_waits_ms("java", 1, policy)
+    assert len(waits) == 16 and sum(waits) == 6_346_000
+    assert len(x.fifo_local_attempts("python", 16, 17)) == 17
+
+
+@pytest.mark.spec("FIFO-04")
+def test_order_info_commit_and_next():
+    info = f.OrderInfo(f.OrderInfo.build_offset_list([100, 101, 103]), 1000, 60_000, "a1")
+    assert info.offset_list == [100, 1, 3]
+    assert f.commit_and_next(info, 101, 1000) == 100 and info.commit_bits == 0b010
+    assert f.commit_and_next(info, 102, 1000) == -1
+    assert f.commit_and_next(info, 100, 999) == -2
+    assert f.commit_and_next(info, 100, 1000) == 103 and info.commit_bits == 0b011
+    assert f.commit_and_next(info, 103, 1000) == 104 and info.commit_bits == 0b111
+    assert f.commit_and_next(None, 7, 0) == 8
+    assert f.commit_and_next(f.OrderInfo([], 0, 0, "x"), 7, 0) == -1
+
+
+@pytest.mark.spec("FIFO-06")
+def test_consumed_count_merge():
+    first = f.OrderInfo(f.OrderInfo.build_offset_list([100, 101]), 0, 0, "a1")
+    counts = f.merge_consumed_count(first, [100, 101, 102], "a2")
+    assert counts == {100: 1, 101: 1} and f.min_consumed_count(counts, [100, 101, 102]) == 0
+    second = f.OrderInfo(f.OrderInfo.build_offset_list([100, 101, 102]), 0, 0, "a2", offset_consumed_count=counts)
+    counts3 = f.merge_consumed_count(second, [100, 101, 102], "a3")
+    assert counts3 == {100: 2, 101: 2, 102: 1} and f.min_consumed_count(counts3, [100, 101, 102]) == 1
+    assert f.merge_consumed_count(second, [100], "a2") == counts
+    assert f.fifo_delivery_attempt(2) == 3
+
+
+@pytest.mark.spec("CLAIM-07", "RETRY-5X-08")
+def test_fifo_retry_interval_is_the_backoff_list_not_3000ms():
+    policy = x.sdk_consumer_policy("java", x.consumer_settings(fifo=True))
+    waits = x.fifo_local_waits_ms("java", 1, policy)
+    assert waits[:4] == [1000, 5000, 10_000, 30_000] and 3000 not in waits
+
+
+@pytest.mark.spec("FILTER-05")
+@pytest.mark.parametrize("expression", ["a BETWEEN 10 AND 1", "a = NULL", "b > 'aaa'", "x > 0.0", "a >", "a IN (1, 2)",
+                                        "(a = 1"])
+def test_parse_errors_answer_the_subscription(expression):
+    code, remark = sql.sql_subscription_check(expression, True)
+    assert code == codes.R_SUBSCRIPTION_PARSE_FAILED == 23 and expression in remark
+
+
+@pytest.mark.spec("LIMIT-03")
+def test_body_limits():
+    v.check_body_client(b"x" * 4194304)
+    with pytest.raises(RocketMQError, match="the message body size over max value, MAX: 4194304") as err:
+        v.check_body_client(b"x" * 4194305)
+    assert err.value.code == 13
+    with pytest.raises(RocketMQError, match="length is zero"):
+        v.check_body_client(b"")
+    with pytest.raises(RocketMQError) as grpc_empty:
+        v.check_body_proxy(b"")
+    assert grpc_empty.value.code == 41302
+    with pytest.raises(RocketMQError) as grpc_big:
+        v.check_body_proxy(b"x" * 4194305)
+    assert grpc_big.value.code == 41301
+    v.check_body_proxy(b"x" * 4194305, max_message_size=0)
+
+
+@pytest.mark.spec("LIMIT-04")
+def test_property_limits():
+    with pytest.raises(RocketMQError) as many:
+        v.check_properties_proxy({f"k{i}": "v" for i in range(129)})
+    assert many.value.code == 43101
+    with pytest.raises(RocketMQError) as reserved:
+        v.check_properties_proxy({"DELAY": "1"})
+    assert reserved.value.code == 40007
+    with pytest.raises(RocketMQError) as tag:
+        v.check_properties_proxy({}, tag="a|b")
+    assert tag.value.code == 40004
+    with pytest.raises(RocketMQError) as large:
+        v.check_properties_proxy({"k": "v" * 16384})
+    assert large.value.code == 43101
+    with pytest.raises(RocketMQError, match="msg properties length limit 32KB"):
+        v.check_properties_store("x" * 32768)
+
+
+@pytest.mark.spec("LIMIT-05")
+def test_batch_size():
+    uniq = st.properties_to_string({"UNIQ_KEY": "0" * 32, "WAIT": "true"})
+    with pytest.raises(RocketMQError) as err:
+        v.check_batch_size([b"x" * 5000] * 1000, [uniq] * 1000)
+    assert err.value.code == 13
+    v.check_batch_size([b"x" * 5000] * 800, [uniq] * 800)
+
+
+@pytest.mark.spec("STORE-01")
+def test_commitlog_lengths_and_crc():
+    assert st.cal_msg_length(5, 9, 0) == 105 and st.cal_msg_length(0, 0, 0) == 91
+    assert st.cal_msg_length(5, 9, 0, sys_flag=0x30) == 129 and st.cal_msg_length(11, 9, 36) == 147
+    assert st.body_crc(b"hello") == 907060870
+    unit = st.encode_commitlog(st.CommitLogMessage("TopicTest", b"hello", queue_id=3, queue_offset=7))
+    assert len(unit) == 105 and int.from_bytes(unit[4:8], "big", signed=True) == st.MESSAGE_MAGIC_CODE
+    assert int.from_bytes(unit[8:12], "big") == 907060870 and int.from_bytes(unit[12:16], "big") == 3
+    assert st.decode_commitlog(unit).body == b"hello"
+
+
+@pytest.mark.spec("STORE-02")
+def test_magic_codes_and_versions():
+    assert (st.MESSAGE_MAGIC_CODE, st.MESSAGE_MAGIC_CODE_V2, st.BLANK_MAGIC_CODE) == (-626843481, -626843477, -875286124)
+    assert st.message_version_for_topic(127) == st.MESSAGE_MAGIC_CODE
+    assert st.message_version_for_topic(128) == st.MESSAGE_MAGIC_CODE_V2
+    assert st.message_version_for_topic(128, develop=False) == st.MESSAGE_MAGIC_CODE
+    long_topic = st.encode_commitlog(st.CommitLogMessage("t" * 200, b"x"))
+    assert st.decode_commitlog(long_topic).topic == "t" * 200
+
+
+@pytest.mark.spec("STORE-03")
+def test_end_of_file_blank():
+    blank, offset = st.place_in_file(1073741800, 105)
+    assert blank == (24).to_bytes(4, "big") + (0xCBD43194).to_bytes(4, "big") and offset == 1073741824
+    assert st.place_in_file(0, 105) == (None, 0)
+
+
+@pytest.mark.spec("STORE-05")
+def test_consume_queue_unit():
+    unit = st.encode_cq_unit(1073742124, 105, sql.tags_code("TagA"))
+    assert unit.hex().upper() == "000000004000012C00000069000000000027A807"
+    assert st.cq_position(7) == 140 and st.decode_cq_unit(unit) == (1073742124, 105, 2598919)
+    assert st.decode_cq_unit(st.CQ_BLANK_UNIT) == (0, 2**31 - 1, 0)
+
+
+@pytest.mark.spec("STORE-07")
+def test_index_file():
+    assert st.index_file_size() == 420_000_040
+    assert st.index_key_hash("TopicTest#KEY1") == 1656969516
+    assert st.index_slot_position("TopicTest#KEY1") == (1969516, 7878104)
+    assert st.index_entry_position(1) == 20000060
+    assert st.index_slot_position("T#k") == (81916, 327704)
+    assert len(st.encode_index_header(0, 0, 0, 0, 0, 1)) == 40
+    assert st.encode_index_entry(1, 2, -5, 0)[12:16] == b"\x00\x00\x00\x00"
+
+
+@pytest.mark.spec("OFFSET-01")
+def test_consume_from_where():
+    assert o.compute_pull_from_where(-1, o.CONSUME_FROM_LAST_OFFSET, False, 1000, lambda: 0) == 1000
+    assert o.compute_pull_from_where(-1, o.CONSUME_FROM_LAST_OFFSET, True, 1000, lambda: 0) == 0
+    assert o.compute_pull_from_where(-1, o.CONSUME_FROM_FIRST_OFFSET, False, 1000, lambda: 5) == 0
+    assert o.compute_pull_from_where(-1, o.CONSUME_FROM_TIMESTAMP, False, 1000, lambda: 42) == 42
+    assert o.compute_pull_from_where(-1, o.CONSUME_FROM_TIMESTAMP, True, 1000, lambda: 42) == 1000
+    assert o.compute_pull_from_where(17, o.CONSUME_FROM_FIRST_OFFSET, False, 1000, lambda: 0) == 17
+    assert o.compute_pull_from_where(-2, o.CONSUME_FROM_LAST_OFFSET, False, 1000, lambda: 0) == -1
+
+
+@pytest.mark.spec("MSGID-01")
+def test_offset_msg_id_of_an_ipv6_store():
+    assert len(mid.offset_msg_id("::1", 10911, 0)) == 56
 
 
 def mqs(n: int, topic: str = "T", broker: str = "broker-a") -> list[MQ]:
@@ -106,7 +275,6 @@ def test_publish_queue_list():
     read_only = [q.QueueData("broker-b", 2, 2), q.QueueData("broker-a", 3, 3, perm=4)]
     assert [f"{m.broker_name[-1]}{m.queue_id}" for m in q.publish_queues("T", read_only)] == ["b0", "b1"]
     assert len(q.subscribe_queues("T", read_only)) == 5
-    assert q.new_topic_queue_nums(4, 8) == 4
     assert [m.queue_id for m in q.publish_queues("T", [], "brokerA:2;brokerB:1")] == [0, 1, 0]
 
 
@@ -144,21 +312,10 @@ def test_sync_loop_decisions():
 
 
 @pytest.mark.spec("SEND-4X-03")
-def test_retry_response_codes():
-    assert s.retry_response_codes("4.9.8") == {17, 14, 1, 16, 204, 205}
-    assert s.retry_response_codes("5.3.0") == {17, 14, 1, 16, 204, 205, 2, 1500}
+def test_system_busy_is_retried_from_5x():
     busy = [s.Attempt(codes.R_SYSTEM_BUSY), s.Attempt(codes.R_SUCCESS)]
     assert s.sync_send(busy, version="4.9.8").error_code == 2
     assert s.sync_send(busy, version="5.3.0").status == "SEND_OK"
-
-
-@pytest.mark.spec("SEND-4X-04")
-def test_status_mapping():
-    assert s.send_status_for(0) == "SEND_OK" and s.send_status_for(11) == "SLAVE_NOT_AVAILABLE"
-    assert s.send_status_for(10) == "FLUSH_DISK_TIMEOUT" and s.send_status_for(12) == "FLUSH_SLAVE_TIMEOUT"
-    with pytest.raises(codes.RocketMQError) as err:
-        s.send_status_for(2)
-    assert err.value.code == 2
 
 
 @pytest.mark.spec("SEND-4X-05", "CLAIM-10")
@@ -170,17 +327,7 @@ def test_async_retry():
 
 
 @pytest.mark.spec("SEND-4X-06")
-@pytest.mark.parametrize("latency,old,new", [(49, 0, 0), (100, 0, 0), (550, 30000, 2000), (1000, 60000, 2000),
-                                             (1800, 60000, 5000), (2000, 120000, 5000), (3000, 180000, 6000),
-                                             (5000, 180000, 10000), (15000, 600000, 30000)])
-def test_latency_fault_tables(latency, old, new):
-    assert q.not_available_duration(latency, "4.9.8") == old and q.not_available_duration(latency, "5.1.4") == new
-
-
-@pytest.mark.spec("SEND-4X-06")
 def test_isolation_durations():
-    assert q.not_available_duration(0, "4.9.8", isolation=True) == 600000
-    assert q.not_available_duration(0, "5.1.4", isolation=True) == 10000
     table = q.FaultTable()
     table.update("broker-a", 550, now_ms=0)
     assert not table.available("broker-a", 29_999) and table.available("broker-a", 30_000)
@@ -213,8 +360,4 @@ def test_python_5x_send_retry():
 
 @pytest.mark.spec("SEND-5X-03", "CLAIM-06")
 def test_flow_control_codes():
-    assert codes.TOO_MANY_REQUESTS == 42900 and codes.R_SYSTEM_BUSY == 2 and codes.R_FLOW_CONTROL == 215
-    assert s.grpc_code_for_remoting(codes.R_SYSTEM_BUSY) == 42900
-    assert s.grpc_code_for_remoting(codes.R_SUCCESS) == codes.OK
-    assert s.grpc_code_for_remoting(99) == codes.INTERNAL_SERVER_ERROR
     assert 530 not in {v for k, v in vars(codes).items() if k.isupper() and isinstance(v, int)}

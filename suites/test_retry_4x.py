@@ -1,15 +1,14 @@
-"""Differential, property-based suites of the retry ladders of every consumer kind.
+"""4.x consumer retry through the target: concurrent, orderly and broadcasting consumers, the send-back path and its fallbacks.
 
-Hypothesis draws messages with failure scripts; each scenario runs on the target and is checked
-against the spec (the oracle) and, for targets other than the reference, against the reference's
-prediction of the same scenario.
-"""
+Hypothesis draws messages with failure scripts; each scenario runs on the target and is checked against the
+spec (the oracle) and, for targets other than the reference, against the reference's prediction of it."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 
 from suites import strategies
+from suites.checks import require
 from suites.harness import run_checked
 from suites.scenario import MessagePlan, Scenario
 
@@ -37,21 +36,6 @@ def test_orderly_4x_local_retry_and_dlq(make_target, reference_for, scenario: Sc
     run_checked(make_target, reference_for, scenario)
 
 
-@pytest.mark.profile("grpc-5.x")
-@pytest.mark.spec("RETRY-5X-01", "RETRY-5X-03", "RETRY-5X-05", "RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-10")
-@given(scenario=strategies.push_5x())
-def test_push_5x_nack_ladder(make_target, reference_for, scenario: Scenario) -> None:
-    """Attempt n fails -> invisible for durations[n-1]; the redelivery at max attempts goes to the DLQ."""
-    run_checked(make_target, reference_for, scenario)
-
-
-@pytest.mark.profile("grpc-5.x")
-@pytest.mark.spec("RETRY-5X-08", "FIFO-01", "FIFO-04", "FIFO-05", "FIFO-06")
-@given(scenario=strategies.fifo_5x())
-def test_fifo_5x_local_retry_and_dlq(make_target, reference_for, scenario: Scenario) -> None:
-    run_checked(make_target, reference_for, scenario)
-
-
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("RETRY-CONC-07", "CLAIM-01", "CLAIM-02")
 def test_full_16_retry_ladder_4x(make_target, reference_for) -> None:
@@ -60,26 +44,6 @@ def test_full_16_retry_ladder_4x(make_target, reference_for) -> None:
     assert life["m0"].waits_ms == (10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
                                    480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
     assert sum(life["m0"].waits_ms) == 17_140_000
-
-
-@pytest.mark.profile("grpc-5.x")
-@pytest.mark.spec("RETRY-5X-06", "RETRY-5X-07", "CLAIM-01", "CLAIM-04")
-def test_full_17_attempt_ladder_5x(make_target, reference_for) -> None:
-    """5.x clients: 1 s, 5 s, ... 30 m between 17 attempts -- not the docs' 10 s ... 2 h (CLAIM-01 false for gRPC)."""
-    from suites.tolerance import close_enough
-
-    target_seen: list = []
-
-    def make(profile):
-        target_seen.append(make_target(profile))
-        return target_seen[-1]
-
-    life = run_checked(make, reference_for, Scenario("push5x", (MessagePlan("m0", failures=99),)))
-    target = target_seen[0]
-    assert life["m0"].deliveries == 17 and life["m0"].final == "DLQ"
-    assert close_enough(target, life["m0"].waits_ms[0], 1000), life["m0"].waits_ms
-    assert close_enough(target, life["m0"].waits_ms[-1], 1_800_000), life["m0"].waits_ms
-    assert not any(close_enough(target, w, 7_200_000) for w in life["m0"].waits_ms), life["m0"].waits_ms
 
 
 @pytest.mark.profile("remoting-4.x")
@@ -111,3 +75,39 @@ def test_both_send_back_paths_failing_resubmits_locally_after_5s(make_target) ->
     got = lives(run_scenario(target, scenario), "G")["m0"]
     assert (got.deliveries, got.waits_ms, got.final) == (2, (5000,), "CONSUMED"), f"[RETRY-CONC-03] {got}"
     assert got.attempts == (1, 2), f"[RETRY-CONC-03] local resubmission counts rt + 1: {got}"
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("RETRY-CONC-02")
+def test_broadcasting_failure_advances_the_local_offset(target):
+    """BROADCASTING, RECONSUME_LATER on the only cached message: dropped, offset = queueOffset + 1."""
+    from history.values import ListenerOutcome
+
+    target.create_topic("T", read_queues=1, write_queues=1)
+    target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.RECONSUME_LATER, broadcasting=True)
+    target.producer().send("T", b"x", key="b")
+    target.settle()
+    commits = [e.queue_offset for e in target.events() if e.kind == "OFFSET_COMMIT" and e.topic == "T"]
+    delivered = [e for e in target.events() if e.kind == "DELIVER"]
+    require(commits == [1] and len(delivered) == 1, "RETRY-CONC-02", f"commits {commits}, deliveries {len(delivered)}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ORDER-4X-03", "ORDER-4X-02", "CLAIM-03")
+def test_orderly_default_max_retries_forever_and_blocks_the_queue(target):
+    """maxReconsumeTimes -1 (Integer.MAX_VALUE): m0 is retried every second for an hour; m1 behind it waits."""
+    from history.values import ListenerOutcome
+
+    target.create_topic("T", read_queues=1, write_queues=1)
+    target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.SUSPEND if v.key == "m0" else ListenerOutcome.SUCCESS,
+                            orderly=True)
+    producer = target.producer()
+    producer.send("T", b"0", key="m0")
+    producer.send("T", b"1", key="m1")
+    target.advance(3_600_000)
+    times = [e.ts_ms for e in target.events() if e.kind == "DELIVER" and e.key == "m0"]
+    require(len(times) == 3601 and times[-1] == 3_600_000, "ORDER-4X-03", f"{len(times)} deliveries, last at {times[-1]}")
+    require({b - a for a, b in zip(times, times[1:])} == {1000}, "ORDER-4X-02", "suspend time is not 1000 ms")
+    require(not [e for e in target.events() if e.kind == "DELIVER" and e.key == "m1"], "ORDER-4X-03",
+            "m1 was delivered while m0 blocked the queue")
+    require(not [e for e in target.events() if e.kind == "DLQ"], "ORDER-4X-03", "a DLQ with an unlimited max")

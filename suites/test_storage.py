@@ -4,9 +4,11 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from reference_impl.rules import message_id as mid, storage as st_rules
+from reference_impl.rules import message_id as mid
+from reference_impl.rules import storage as st_rules
 from suites.checks import require
 
 pytestmark = pytest.mark.reference_rule

@@ -1,0 +1,83 @@
+"""Delay levels and timed delivery through the target: when a delayed or timed message arrives, and what is rejected."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from history.profiles import BROKER_PROFILES
+from suites.checks import require
+from suites.oracle import default_oracle
+from suites.tolerance import close_enough, tolerance_for
+
+BOTH = pytest.mark.parametrize("profile", BROKER_PROFILES)
+
+
+def _first_delivery_after_send(target, key):
+    events = target.events()
+    sent = next(e for e in events if e.kind in ("SEND_OK", "SEND_UNKNOWN") and e.key == key)
+    delivered = [e for e in events if e.kind == "DELIVER" and e.key == key]
+    return sent, delivered
+
+
+def _consume_all(target, topic="T", group="G"):
+    from history.values import ListenerOutcome
+
+    if target.profile == "remoting-4.x":
+        return target.push_consumer_4x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+    return target.push_consumer_5x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+
+
+@BOTH
+@pytest.mark.spec("DELAY-01", "DELAY-03", "DELAY-04", "DELAY-05", "DELAY-06")
+@given(level=st.integers(1, 30))
+def test_delayed_message_arrives_after_its_level(make_target, profile, level):
+    """A message with DELAY = level is delivered exactly min(level, 18)'s delay after the send."""
+    target = make_target(profile)
+    target.require("delay.level")
+    target.create_topic("T")
+    _consume_all(target)
+    target.producer().send("T", b"x", key="d", delay_level=level)
+    target.settle()
+    sent, delivered = _first_delivery_after_send(target, "d")
+    want = default_oracle().level_delay_ms(level)
+    require(len(delivered) == 1, "DELAY-06", f"delayed message delivered {len(delivered)} times")
+    require(delivered[0].ts_ms - sent.ts_ms == want, "DELAY-01",
+            f"level {level}: delivered after {delivered[0].ts_ms - sent.ts_ms} ms, the spec says {want} ms")
+    require(delivered[0].topic == "T", "DELAY-06", f"delivered from {delivered[0].topic}, not the real topic")
+    if "inspect.broker" in target.capabilities:
+        scheduled = target.stored_messages("SCHEDULE_TOPIC_XXXX")
+        require(len(scheduled) == 1 and scheduled[0]["queue_id"] == min(level, 18) - 1, "DELAY-03",
+                f"schedule queue {[m['queue_id'] for m in scheduled]} for level {level}")
+        props = scheduled[0]["properties"]
+        require(props.get("REAL_TOPIC") == "T" and props.get("DELAY") == str(min(level, 18)), "DELAY-04",
+                f"schedule-topic properties {props}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-08")
+def test_timed_message_is_delivered_at_its_rounded_time(target):
+    target.require("delay.timer")
+    target.create_topic("T")
+    _consume_all(target)
+    target.advance(123)
+    at = target.now_ms() + 60_500
+    target.producer().send("T", b"x", key="t", delivery_timestamp_ms=at)
+    target.settle()
+    _, delivered = _first_delivery_after_send(target, "t")
+    want = at // 1000 * 1000  # the timer wheel's 1 s precision rounds down
+    require(len(delivered) == 1 and close_enough(target, delivered[0].ts_ms, want), "DELAY-08",
+            f"delivered at {[e.ts_ms for e in delivered]}, the spec says once at {want}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-08")
+def test_delivery_more_than_a_day_ahead_is_rejected(target):
+    target.require("delay.timer")
+    target.create_topic("T")
+    with pytest.raises(Exception) as rejected:
+
+        margin = 1 + tolerance_for(target).absolute_ms  # a wall clock moves on before the proxy looks
+        target.producer().send("T", b"x", key="t", delivery_timestamp_ms=target.now_ms() + 86_400_000 + margin)
+    require(getattr(rejected.value, "code", None) == 40012, "DELAY-08",
+            f"send raised {rejected.value!r}, not ILLEGAL_DELIVERY_TIME (40012)")

@@ -1,0 +1,85 @@
+"""Bad input through the target: names, bodies, properties, batches and groups get RocketMQ's code and message."""
+from __future__ import annotations
+
+import pytest
+
+from reference_impl.rules.codes import RocketMQError
+from suites.checks import require
+
+BAD_INPUT = [
+    ("remoting-4.x", dict(topic="a.b"), -1, "illegal characters", "LIMIT-01"),
+    ("remoting-4.x", dict(topic="t" * 128), -1, "longer than topic max length 127", "LIMIT-01"),
+    ("remoting-4.x", dict(topic="SCHEDULE_TOPIC_XXXX"), -1, "is forbidden", "LIMIT-01"),
+    ("remoting-4.x", dict(body=b"x" * 4194305), 13, "the message body size over max value", "LIMIT-03"),
+    ("remoting-4.x", dict(body=b""), 13, "the message body length is zero", "LIMIT-03"),
+    ("remoting-4.x", dict(properties={"p": "v" * 40000}), 13, "msg properties length limit 32KB", "LIMIT-04"),
+    ("grpc-5.x", dict(topic="rmq_sys_x"), 40002, "cannot access system topic", "LIMIT-01"),
+    ("grpc-5.x", dict(body=b"x" * 4194305), 41301, "cannot exceed", "LIMIT-03"),
+    ("grpc-5.x", dict(body=b"", sdk="python"), -1, "body should not be blank.", "LIMIT-03"),
+    ("grpc-5.x", dict(properties={"DELAY": "3"}, sdk="python"), 40007, "not allowed", "LIMIT-04"),
+    ("grpc-5.x", dict(properties={"p": "v" * 16385}, sdk="python"), 43101, "exceeds", "LIMIT-04"),
+    ("grpc-5.x", dict(tags="a|b", sdk="python"), -1, 'tag should not contain "|"', "LIMIT-04"),
+    ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5, sdk="python"), -1, "should not be set at same time",
+     "LIMIT-06"),
+    ("grpc-5.x", dict(message_group="g" * 64), 40006, "is illegal", "FIFO-07"),
+    ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5), -1, "should not be set at same time", "LIMIT-06"),
+    ("grpc-5.x", dict(topic="Unknown"), 40402, "not found", "TOPIC-02"),
+]
+
+
+@pytest.mark.spec("LIMIT-01", "LIMIT-03", "LIMIT-04", "LIMIT-06", "FIFO-07", "TOPIC-02")
+@pytest.mark.parametrize("profile,overrides,code,message,spec_id", BAD_INPUT,
+                         ids=[f"{p}-{s}-{i}" for i, (p, _, _, _, s) in enumerate(BAD_INPUT)])
+def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, overrides, code, message, spec_id):
+    target = make_target(profile)
+    target.create_topic("T")
+    args = {"topic": "T", "body": b"x"}
+    args.update(overrides)
+    sdk = args.pop("sdk", "java")
+    producer = target.producer(sdk=sdk) if profile == "grpc-5.x" else target.producer()
+    topic, body = args.pop("topic"), args.pop("body")
+    with pytest.raises(RocketMQError) as err:
+        producer.send(topic, body, key="bad", **args)
+    require(err.value.code == code and message in err.value.message, spec_id,
+            f"{overrides}: got ({err.value.code}, {err.value.message!r}), want ({code}, {message!r})")
+    if "inspect.broker" in target.capabilities:
+        require(not target.stored_messages(topic), spec_id, "a rejected message was stored")
+
+
+@pytest.mark.spec("LIMIT-02")
+@pytest.mark.parametrize("profile,group,code,message", [
+    ("remoting-4.x", "g.x", -1, "contains illegal characters"),
+    ("remoting-4.x", "g" * 256, -1, "longer than group max length 255"),
+    ("grpc-5.x", "g" * 121, 40003, "longer than group max length 120"),
+    ("grpc-5.x", "CID_RMQ_SYS_TRANS", 40003, "cannot use system consumer group"),
+])
+def test_bad_group_names(make_target, profile, group, code, message):
+    from history.values import ListenerOutcome
+
+    target = make_target(profile)
+    target.create_topic("T")
+    with pytest.raises(RocketMQError) as err:
+        if profile == "remoting-4.x":
+            target.push_consumer_4x(group, "T", lambda v: ListenerOutcome.SUCCESS)
+        else:  # a proxy answers a bad group at the first request that names it
+            target.simple_consumer_5x(group, "T").receive(16, 30_000)
+    require(err.value.code == code and message in err.value.message, "LIMIT-02",
+            f"group {group[:20]!r}: got ({err.value.code}, {err.value.message!r})")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("DELAY-07", "LIMIT-05")
+def test_bad_batches_get_the_client_error(target):
+    from reference_impl.rules.delay import BatchRejected
+
+    target.create_topic("T")
+    for batch, text in ([{"topic": "T"}, {"topic": "T", "delay_level": 2}], "TimeDelayLevel is not supported"), \
+                       ([{"topic": "T"}, {"topic": "U"}], "should be the same"):
+        with pytest.raises(BatchRejected) as err:
+            target.producer().send_batch(batch)
+        require(err.value.code == -1 and err.value.message.startswith("Failed to initiate the MessageBatch") and
+                text in err.value.message, "DELAY-07", f"{err.value.message}")
+    with pytest.raises(RocketMQError) as big:
+        target.producer().send_batch([{"topic": "T", "body": b"x" * 5000}] * 1000)
+    require(big.value.code == 13, "LIMIT-05", f"oversized batch: {big.value}")
+    require(not target.stored_messages("T"), "LIMIT-05", "a rejected batch stored messages")

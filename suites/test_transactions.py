@@ -1,0 +1,106 @@
+"""Transactional messages through the target: half and op messages, commit and rollback, checks, discard."""
+from __future__ import annotations
+
+import pytest
+
+from history.profiles import BROKER_PROFILES
+from history.values import LocalTransactionState as S
+from reference_impl.rules.transaction import TRANSACTION_TIMEOUT_MS
+from suites.checks import require
+from suites.tolerance import close_enough, tolerance_for
+
+BOTH = pytest.mark.parametrize("profile", BROKER_PROFILES)
+
+
+def _consume_all(target, topic="T", group="G"):
+    from history.values import ListenerOutcome
+
+    if target.profile == "remoting-4.x":
+        return target.push_consumer_4x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+    return target.push_consumer_5x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+
+
+def _end_transaction(target, state):
+    target.create_topic("T")
+    _consume_all(target)
+    target.transaction_producer("TP", check=lambda key, n: None).send_in_transaction("T", b"x", key="tx",
+                                                                                    local_state=state)
+    target.settle()
+
+
+@BOTH
+@pytest.mark.spec("TX-02")
+@pytest.mark.parametrize("state,delivered", [(S.COMMIT_MESSAGE, 1), (S.ROLLBACK_MESSAGE, 0)])
+def test_transaction_commit_and_rollback(make_target, profile, state, delivered):
+    target = make_target(profile)
+    _end_transaction(target, state)
+    got = [e for e in target.events() if e.kind == "DELIVER" and e.key == "tx"]
+    require(len(got) == delivered, "TX-02", f"{state.value}: delivered {len(got)} times, the spec says {delivered}")
+
+
+@BOTH
+@pytest.mark.spec("TX-01", "TX-05")
+@pytest.mark.parametrize("state", [S.COMMIT_MESSAGE, S.ROLLBACK_MESSAGE])
+def test_half_and_op_messages_are_stored(make_target, profile, state):
+    """The half in RMQ_SYS_TRANS_HALF_TOPIC with its real topic; one op message tagged "d" per end."""
+    target = make_target(profile)
+    target.require("inspect.broker")
+    _end_transaction(target, state)
+    ops = target.stored_messages("RMQ_SYS_TRANS_OP_HALF_TOPIC")
+    require(len(ops) == 1 and ops[0]["properties"].get("TAGS") == "d", "TX-05", f"op messages {ops}")
+    half = target.stored_messages("RMQ_SYS_TRANS_HALF_TOPIC")
+    require(half and half[0]["properties"].get("REAL_TOPIC") == "T", "TX-01", f"half messages {half}")
+
+
+@BOTH
+@pytest.mark.spec("TX-03", "TX-04", "CLAIM-09")
+@pytest.mark.parametrize("commit_on_check", [None, 1, 3, 15])
+def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, profile, commit_on_check):
+    """UNKNOW: checked once per interval (60 s in 4.x, 30 s from 5.2), at most 15 times, then discarded."""
+    target = make_target(profile)
+    target.create_topic("T")
+    _consume_all(target)
+    check = lambda key, n: S.COMMIT_MESSAGE if n == commit_on_check else S.UNKNOW  # noqa: E731
+    target.transaction_producer("TP", check=check).send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
+    target.settle()
+    events = target.events()
+    checks = [e.ts_ms for e in events if e.kind == "TX_CHECK"]
+    interval = 60_000 if profile == "remoting-4.x" else 30_000
+    expected_checks = commit_on_check or 15
+    require(len(checks) == expected_checks, "TX-03", f"{len(checks)} checks at {checks}, the spec says {expected_checks}")
+    if "clock.virtual" in target.capabilities:  # sent at 0: the scans fall on whole intervals
+        require(checks == [interval * i for i in range(1, expected_checks + 1)], "TX-03",
+                f"checks at {checks}, the spec says every {interval} ms")
+    else:  # the scan's phase is the server's: the first check comes within one interval past the timeout
+        half = next(e.ts_ms for e in events if e.kind == "TX_HALF")
+        first = checks[0] - half
+        require(TRANSACTION_TIMEOUT_MS - tolerance_for(target).allowed(interval) <= first
+                and close_enough(target, min(first, interval + TRANSACTION_TIMEOUT_MS), first), "TX-03",
+                f"first check {first} ms after the half, the spec says within {interval} ms past "
+                f"the {TRANSACTION_TIMEOUT_MS} ms timeout")
+        gaps = [b - a for a, b in zip(checks, checks[1:])]
+        require(all(close_enough(target, gap, interval) for gap in gaps), "TX-03",
+                f"gaps between checks {gaps}, the spec says {interval} ms")
+    delivered = [e for e in events if e.kind == "DELIVER" and e.key == "tx"]
+    if commit_on_check is None:
+        require(not delivered, "TX-04", f"delivered {len(delivered)} times after {len(checks)} UNKNOW answers")
+        if "inspect.broker" in target.capabilities:
+            discarded = [e for e in events if e.kind == "TX_DISCARD"]
+            require(len(discarded) == 1, "TX-04", f"discarded {len(discarded)} times")
+            kept = target.stored_messages("TRANS_CHECK_MAX_TIME_TOPIC")
+            require(len(kept) == 1 and kept[0]["queue_id"] == 0 and kept[0]["properties"].get("REAL_TOPIC") == "T",
+                    "TX-04", f"TRANS_CHECK_MAX_TIME_TOPIC holds {kept}")
+    else:
+        require(len(delivered) == 1 and not [e for e in events if e.kind == "TX_DISCARD"], "TX-03",
+                f"delivered {len(delivered)} times after a COMMIT answer to check {commit_on_check}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("TX-03")
+def test_immunity_property_delays_the_first_check(target):
+    target.create_topic("T")
+    producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE)
+    producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW, immunity_seconds=120)
+    target.settle()
+    checks = [e.ts_ms for e in target.events() if e.kind == "TX_CHECK"]
+    require(checks == [180_000], "TX-03", f"checks at {checks}: with 120 s immunity the first check is the scan at 180 s")
