@@ -51,6 +51,7 @@ def test_coverage_strict_names_a_behaviour_without_rule_or_test(tmp_path: Path) 
     shutil.copytree(BEHAVIOURS_DIR, spec_dir)
     text = (spec_dir / "delay.yaml").read_text()
     block = text[text.index("- id: DELAY-09"):]
+    block = block[:block.index("  cases:")]  # a behaviour with no vectors as data: no test runs it
     (spec_dir / "zz_new.yaml").write_text("area: ZZ\ntitle: new\nbehaviours:\n" + block.replace("DELAY-09", "ZZ-01"))
     result = _rmqc("spec", "--spec-dir", str(spec_dir), "coverage", "--strict", "--gaps")
     assert result.returncode == 1
@@ -60,7 +61,7 @@ def test_coverage_strict_names_a_behaviour_without_rule_or_test(tmp_path: Path) 
 
 def test_run_writes_a_run_folder(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = _rmqc("run", "--target", "reference", "--out", str(out), "-k", "vectors_delay or scenario")
+    result = _rmqc("run", "--target", "reference", "--out", str(out), "-k", "rule_vectors and DELAY or scenario")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     jsonschema.Draft202012Validator(schema("run-summary.schema.json")).validate(summary)
@@ -83,6 +84,7 @@ def test_coverage_strict_needs_model_code_unless_not_modelled(tmp_path: Path) ->
     shutil.copytree(BEHAVIOURS_DIR, spec_dir)
     text = (spec_dir / "delay.yaml").read_text()
     block = text[text.index("- id: DELAY-09"):]
+    block = block[:block.index("  cases:")]  # no vectors as data: no test runs it
     block = "\n".join(line for line in block.splitlines() if not line.startswith("  not_modelled:")) + "\n"
     (spec_dir / "zz_new.yaml").write_text("area: ZZ\ntitle: new\nbehaviours:\n" + block.replace("DELAY-09", "ZZ-01"))
     result = _rmqc("spec", "--spec-dir", str(spec_dir), "coverage", "--strict", "--gaps")
