@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from .primitives import java_parse_long, java_split, to_int64, utf16_units
+
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 """Broker default ``messageDelayLevel`` (DELAY-01)."""
 
@@ -34,24 +36,32 @@ class DelayTable:
 
 
 def parse_delay_levels(level_string: str) -> DelayTable:
-    """``ScheduleMessageService.parseDelayLevel`` (DELAY-02).
+    """``ScheduleMessageService.parseDelayLevel`` (DELAY-02), as Java runs it.
 
-    Tokens are split on single spaces; ``max_level`` is raised before the number is parsed, and a
-    bad token stops parsing with ``ok=False`` while keeping the levels parsed before it.
+    ``levelString.split(" ")`` (trailing empty tokens dropped, repeated or leading spaces give empty
+    tokens); per token: the last UTF-16 unit is the unit, ``maxDelayLevel`` is raised, the rest is
+    ``Long.parseLong``-ed (a sign, digits of any script, nothing beyond a long), and the delay is
+    ``unit * number`` in 64-bit arithmetic. The first token that throws (empty, bad number, unknown
+    unit) stops parsing with ``ok=False``, keeping the levels parsed before it; an empty token throws
+    before ``maxDelayLevel`` is raised, the others after.
     """
     levels: dict[int, int] = {}
     max_level = 0
-    for i, token in enumerate(level_string.split(" ")):
-        level = i + 1
-        if not token:
+    for i, token in enumerate(java_split(level_string, " ")):
+        units = utf16_units(token)
+        if not units:  # value.substring(-1): StringIndexOutOfBoundsException
             return DelayTable(levels, max_level, ok=False)
-        unit = UNIT_MS.get(token[-1])
+        unit = UNIT_MS.get(units[-1])
+        level = i + 1
         if level > max_level:
             max_level = level
-        number = token[:-1]
-        if unit is None or not number.lstrip("-").isdigit():
+        try:
+            number = java_parse_long("".join(units[:-1]))
+        except ValueError:  # NumberFormatException
             return DelayTable(levels, max_level, ok=False)
-        levels[level] = unit * int(number)
+        if unit is None:  # unboxing a null unit: NullPointerException
+            return DelayTable(levels, max_level, ok=False)
+        levels[level] = to_int64(unit * number)
     return DelayTable(levels, max_level, ok=True)
 
 
@@ -108,9 +118,10 @@ def route_delayed_message(topic: str, queue_id: int, properties: Mapping[str, st
 
 def compute_deliver_timestamp(level: int, store_timestamp: int,
                               table: DelayTable = DEFAULT_DELAY_TABLE) -> int:
-    """``computeDeliverTimestamp``: store time plus the level's delay, or +1000 if unknown (DELAY-05)."""
+    """``computeDeliverTimestamp``: store time plus the level's delay, or +1000 if unknown, in 64-bit
+    arithmetic (DELAY-05)."""
     delay = table.levels.get(level)
-    return store_timestamp + (delay if delay is not None else 1000)
+    return to_int64(store_timestamp + (delay if delay is not None else 1000))  # long addition wraps
 
 
 def schedule_tags_code(delay_property: int, store_timestamp: int,
@@ -125,13 +136,13 @@ def schedule_tags_code(delay_property: int, store_timestamp: int,
 def correct_deliver_timestamp(now: int, deliver_timestamp: int, level: int,
                               table: DelayTable = DEFAULT_DELAY_TABLE) -> int:
     """A deliver time further ahead than one full delay means "now" (DELAY-06)."""
-    max_timestamp = now + table.levels[level]
+    max_timestamp = to_int64(now + table.levels[level])  # long addition wraps
     return now if deliver_timestamp > max_timestamp else deliver_timestamp
 
 
 def next_check_delay_ms(now: int, deliver_timestamp: int) -> int | None:
     """The delivery loop: None when the message is due, else re-check after 100 ms (DELAY-06)."""
-    return None if deliver_timestamp - now <= 0 else DELAY_FOR_A_WHILE_MS
+    return None if to_int64(deliver_timestamp - now) <= 0 else DELAY_FOR_A_WHILE_MS  # countdown, a long
 
 
 def restore_from_schedule(properties: Mapping[str, str]) -> StoredPlacement:

@@ -12,12 +12,48 @@ def offset_msg_id(store_ip: str, store_port: int, commit_log_offset: int) -> str
     return (ipaddress.ip_address(store_ip).packed + struct.pack(">iq", store_port, commit_log_offset)).hex().upper()
 
 
+HEX_DIGITS = "0123456789ABCDEF"
+
+
+def java_host_address(raw: bytes) -> str:
+    """``InetAddress.getByAddress(raw).getHostAddress()``: 4 bytes are IPv4; 16 bytes are IPv6 unless they
+    are an IPv4-mapped address (``::ffff:a.b.c.d``), which Java turns into that IPv4 address; IPv6 is
+    eight hex groups without leading zeros and without ``::`` compression (MSGID-01)."""
+    if len(raw) == 16 and raw[:10] == bytes(10) and raw[10:12] == b"\xff\xff":
+        raw = raw[12:]
+    if len(raw) == 4:
+        return ".".join(str(b) for b in raw)
+    return ":".join(format(int.from_bytes(raw[i:i + 2], "big"), "x") for i in range(0, 16, 2))
+
+
+def hex_to_bytes(hex_string: str) -> bytes:
+    """``UtilAll.string2bytes``: upper-cased, ``length / 2`` bytes (an odd last character is dropped), each
+    from two ``"0123456789ABCDEF".indexOf`` values; a character that is not a hex digit counts as -1, so
+    it sets every bit it is or-ed into (MSGID-01)."""
+    upper = hex_string.upper()
+    out = bytearray()
+    for i in range(len(upper) // 2):
+        high, low = HEX_DIGITS.find(upper[2 * i]), HEX_DIGITS.find(upper[2 * i + 1])
+        out.append(((high << 4) | low) & 0xFF)
+    return bytes(out)
+
+
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
-    """``decodeMessageId``: 32 chars IPv4, else IPv6 (MSGID-01)."""
-    raw = bytes.fromhex(msg_id)
-    size = 4 if len(msg_id) == 32 else 16
+    """``MessageDecoder.decodeMessageId`` (MSGID-01): the address is 4 bytes when the id has exactly 32
+    characters, else 16; then a port (int) and a commit-log offset (long), big-endian, from
+    ``string2bytes(msgId)``; whatever follows is ignored. Where Java throws (an empty id, too few bytes,
+    a port outside 0..65535) this raises ``ValueError``. Returns (host address as Java prints it, port,
+    offset)."""
+    if not msg_id:
+        raise ValueError("decodeMessageId: empty id (string2bytes gives null)")
+    raw = hex_to_bytes(msg_id)
+    size = 4 if len(msg_id.encode("utf-16-be", "surrogatepass")) // 2 == 32 else 16
+    if len(raw) < size + 12:
+        raise ValueError(f"decodeMessageId: {len(raw)} bytes, the address, port and offset need {size + 12}")
     port, offset = struct.unpack(">iq", raw[size:size + 12])
-    return str(ipaddress.ip_address(raw[:size])), port, offset
+    if not 0 <= port <= 0xFFFF:
+        raise ValueError(f"decodeMessageId: port out of range: {port}")
+    return java_host_address(raw[:size]), port, offset
 
 
 def uniq_id(ip: str, pid: int, class_loader_hash: int, ms_since_month_start: int, counter: int) -> str:

@@ -6,9 +6,12 @@ the spec entry, so that Python results equal what a JVM computes for the same in
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 INT_MIN = -(1 << 31)
 INT_MAX = (1 << 31) - 1
+LONG_MIN = -(1 << 63)
+LONG_MAX = (1 << 63) - 1
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
@@ -32,6 +35,56 @@ def java_string_hash(text: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return to_int32(h)
+
+
+def utf16_units(text: str) -> list[str]:
+    """A string as Java holds it: UTF-16 code units (a supplementary character is two surrogates)."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    return [chr((data[i] << 8) | data[i + 1]) for i in range(0, len(data), 2)]
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """Java ``String.split(separator)`` for a one-character literal separator, limit 0: when the
+    separator never occurs the string itself; else the pieces with trailing empty strings removed, so
+    ``" "`` gives ``[]`` and ``""`` gives ``[""]`` (DELAY-02)."""
+    pieces = text.split(separator)
+    if len(pieces) == 1:
+        return pieces
+    while pieces and pieces[-1] == "":
+        pieces.pop()
+    return pieces
+
+
+def java_char_digit(unit: str) -> int:
+    """Java ``Character.digit(char, 10)``: a decimal digit of any script (Unicode Nd) in the basic plane
+    gives its value; anything else, surrogates included, gives -1 (DELAY-02)."""
+    if len(unit) != 1 or 0xD800 <= ord(unit) <= 0xDFFF or unicodedata.category(unit) != "Nd":
+        return -1
+    return unicodedata.decimal(unit, -1)
+
+
+def java_parse_long(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
+    """Java ``Long.parseLong(text)`` (``Integer.parseInt`` with the int bounds): one optional leading
+    ``-`` or ``+`` (not alone), then decimal digits of any script; anything else, an empty string or a
+    value beyond the type raises ``ValueError`` as Java raises ``NumberFormatException`` (DELAY-02)."""
+    units = utf16_units(text)
+    if not units:
+        raise ValueError(f'For input string: "{text}"')
+    sign, start = 1, 0
+    if units[0] < "0":
+        if units[0] not in "-+" or len(units) == 1:
+            raise ValueError(f'For input string: "{text}"')
+        sign, start = (-1 if units[0] == "-" else 1), 1
+    value = 0
+    for unit in units[start:]:
+        digit = java_char_digit(unit)
+        if digit < 0:
+            raise ValueError(f'For input string: "{text}"')
+        value = value * 10 + digit
+    value *= sign
+    if not low <= value <= high:
+        raise ValueError(f'For input string: "{text}"')
+    return value
 
 
 def java_rem(a: int, b: int) -> int:

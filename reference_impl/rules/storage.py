@@ -204,8 +204,9 @@ CQ_BLANK_UNIT = encode_cq_unit(0, 2**31 - 1, 0)
 
 
 def offset_to_file_name(offset: int) -> str:
-    """``UtilAll.offset2FileName``: 20-digit zero-padded (STORE-06)."""
-    return f"{offset:020d}"
+    """``UtilAll.offset2FileName`` (STORE-06): ``NumberFormat`` with at least 20 integer digits, no
+    grouping, no fraction: the absolute value zero-padded to 20 digits, after a ``-`` when negative."""
+    return ("-" if offset < 0 else "") + f"{abs(offset):020d}"
 
 
 def store_paths(root: str = "~/store") -> dict[str, str]:
