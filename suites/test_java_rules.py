@@ -183,3 +183,45 @@ def test_decode_message_id_is_javas(msg_id: str) -> None:
             mid.decode_offset_msg_id(msg_id)
     else:
         assert mid.decode_offset_msg_id(msg_id) == want, msg_id
+
+
+# ---- rocketmq-client-java: Exponential / CustomizedBackoffRetryPolicy.getNextAttemptDelay (RETRY-5X-03/04) --
+
+def java_exponential_ms(attempt: int, initial_ms: int, max_ms: int, multiplier: float) -> float:
+    """Doubles all the way: pow overflows to +-inf, 0 * inf is NaN, Math.min keeps NaN, (long) NaN is 0."""
+    try:
+        power = multiplier ** float(attempt - 1)
+    except OverflowError:
+        power = float("-inf") if multiplier < 0 and (attempt - 1) % 2 else float("inf")
+    product = initial_ms * 1_000_000 * power
+    delay = product if product != product else min(product, float(max_ms * 1_000_000))
+    if delay <= 0:
+        return 0
+    nanos = 0 if delay != delay else int(max(min(delay, 2.0 ** 63 - 1), -(2.0 ** 63)))
+    return min(nanos, (1 << 63) - 1) / 1_000_000
+
+
+@pytest.mark.spec("RETRY-5X-04")
+@given(attempt=st.integers(1, 5000), initial_ms=st.integers(0, 10**7), max_ms=st.integers(0, 10**9),
+       multiplier=st.one_of(st.integers(-3, 10).map(float), st.floats(-4, 16, allow_nan=False)))
+@example(attempt=2000, initial_ms=10, max_ms=1000, multiplier=2.0)   # Math.pow overflows: the maximum
+@example(attempt=2000, initial_ms=0, max_ms=1000, multiplier=2.0)    # 0 * infinity = NaN: zero
+@example(attempt=1001, initial_ms=10, max_ms=1000, multiplier=-2.0)  # -infinity: zero
+def test_java_exponential_backoff_is_javas(attempt: int, initial_ms: int, max_ms: int, multiplier: float) -> None:
+    from reference_impl.rules import retry5x
+
+    assert retry5x.java_exponential_delay_ms(attempt, initial_ms, max_ms, multiplier) == \
+        java_exponential_ms(attempt, initial_ms, max_ms, multiplier)
+
+
+@pytest.mark.spec("RETRY-5X-03")
+@given(attempt=st.integers(-2, 40), durations=st.lists(st.integers(0, 10**7), max_size=20))
+@example(attempt=1, durations=[])
+def test_java_customized_backoff_is_javas(attempt: int, durations: list[int]) -> None:
+    from reference_impl.rules import retry5x
+
+    if not durations or attempt <= 0:  # checkArgument in the constructor, then in getNextAttemptDelay
+        with pytest.raises(ValueError):
+            retry5x.java_customized_delay_ms(attempt, durations)
+        return
+    assert retry5x.java_customized_delay_ms(attempt, durations) == durations[min(attempt, len(durations)) - 1]

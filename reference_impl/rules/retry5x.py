@@ -6,6 +6,7 @@ entries: the server's ``nextDelayDuration(reconsumeTimes)`` reads ``next[rt + 2]
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
@@ -117,18 +118,51 @@ def server_next_delay_ms(policy: BackoffPolicy, reconsume_times: int) -> int:
 
 
 def java_customized_delay_ms(attempt: int, durations_ms: Sequence[int] = DEFAULT_CUSTOMIZED_NEXT_MS) -> int:
-    """Java ``CustomizedBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-03)."""
+    """Java ``CustomizedBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-03): the attempt's duration, the
+    last one past the end; a policy with no durations cannot be built (``checkArgument`` in the
+    constructor) and a non-positive attempt is refused, both ``ValueError`` here."""
+    if not durations_ms:
+        raise ValueError("durations must not be empty")
     if attempt <= 0:
         raise ValueError(f"attempt must be positive, got {attempt}")
     return durations_ms[min(attempt, len(durations_ms)) - 1]
 
 
 def java_exponential_delay_ms(attempt: int, initial_ms: float, max_ms: float, multiplier: float) -> float:
-    """Java ``ExponentialBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-04)."""
+    """Java ``ExponentialBackoffRetryPolicy.getNextAttemptDelay`` (RETRY-5X-04), in Java's arithmetic:
+    ``Math.min(initialNanos * Math.pow(multiplier, attempt - 1), maxNanos)`` in doubles, where
+    ``Math.pow`` overflows to infinity (and ``0 * infinity`` is NaN), then zero when ``<= 0`` (NaN is
+    not), else ``Duration.ofNanos((long) delay)`` (NaN casts to 0, beyond a long to the long's bounds).
+    Returned in milliseconds."""
     if attempt <= 0:
         raise ValueError(f"attempt must be positive, got {attempt}")
-    delay = min(initial_ms * multiplier ** (attempt - 1), max_ms)
-    return 0 if delay <= 0 else delay
+    initial_ns, max_ns = round(initial_ms * 1_000_000), round(max_ms * 1_000_000)
+    product = float(initial_ns) * java_math_pow(multiplier, float(attempt - 1))
+    delay = product if math.isnan(product) or product <= max_ns else float(max_ns)  # Math.min keeps NaN
+    if delay <= 0:
+        return 0
+    return java_double_to_long(delay) / 1_000_000
+
+
+def java_math_pow(base: float, exponent: float) -> float:
+    """Java ``Math.pow``: a result beyond a double is an infinity of the right sign, not an error."""
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:
+        negative = base < 0 and exponent.is_integer() and int(exponent) % 2 == 1
+        return -math.inf if negative else math.inf
+
+
+def java_double_to_long(value: float) -> int:
+    """Java's ``(long) value``: NaN is 0, infinities and values beyond a long are its bounds, the rest
+    truncated toward zero."""
+    if math.isnan(value):
+        return 0
+    if value >= 2.0 ** 63:
+        return (1 << 63) - 1
+    if value <= -(2.0 ** 63):
+        return -(1 << 63)
+    return int(value)
 
 
 def python_customized_durations_s(durations_ms: Sequence[int]) -> list[int]:
