@@ -117,8 +117,21 @@ class CommitLogMessage:
     properties: dict[str, str] = field(default_factory=dict)
 
 
+def assigns_queue_offset(sys_flag: int) -> bool:
+    """``DefaultMessageStore.assignOffset``: only non-transactional and committed messages take a consume
+    queue offset; prepared and rolled-back ones do not advance it (STORE-01)."""
+    return transaction_value(sys_flag) in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+
+
+def stored_queue_offset(sys_flag: int, queue_offset: int) -> int:
+    """The QUEUEOFFSET ``CommitLog.doAppend`` writes: 0 for prepared and rolled-back transaction messages,
+    which never enter a consume queue, else the assigned offset (STORE-01)."""
+    return queue_offset if assigns_queue_offset(sys_flag) else 0
+
+
 def encode_commitlog(m: CommitLogMessage, develop: bool = True) -> bytes:
-    """Encode one unit, big-endian, in the catalog's field order (STORE-01, STORE-02)."""
+    """One unit as the commit log stores it, big-endian, in the catalog's field order (STORE-01, STORE-02);
+    QUEUEOFFSET as ``doAppend`` writes it (``stored_queue_offset``)."""
     topic = m.topic.encode("utf-8")
     props = properties_to_string(m.properties).encode("utf-8")
     magic = message_version_for_topic(len(topic), develop)
@@ -126,7 +139,8 @@ def encode_commitlog(m: CommitLogMessage, develop: bool = True) -> bytes:
     sys_flag = (sys_flag | BORNHOST_V6_FLAG) if ":" in m.born_host[0] else sys_flag
     sys_flag = (sys_flag | STOREHOSTADDRESS_V6_FLAG) if ":" in m.store_host[0] else sys_flag
     total = cal_msg_length(len(m.body), len(topic), len(props), sys_flag, magic)
-    out = struct.pack(">iiiiiqqiq", total, magic, body_crc(m.body), m.queue_id, m.flag, m.queue_offset,
+    out = struct.pack(">iiiiiqqiq", total, magic, body_crc(m.body), m.queue_id, m.flag,
+                      stored_queue_offset(sys_flag, m.queue_offset),
                       m.physical_offset, sys_flag, m.born_timestamp)
     out += _host_bytes(m.born_host) + struct.pack(">q", m.store_timestamp) + _host_bytes(m.store_host)
     out += struct.pack(">iq", m.reconsume_times, m.prepared_transaction_offset)
