@@ -68,6 +68,8 @@ class RunSummary:
     gate: dict[str, Any] | None = None
     events: int | None = None
     spark: dict[str, Any] | None = None
+    release: str | None = None
+    """The RocketMQ release the target was held to."""
 
     @classmethod
     def build(cls, results: Mapping[str, Iterable[TestResult]], spec: Spec, *, run_id: str, target: str,
@@ -99,7 +101,7 @@ class RunSummary:
             "behaviours": {sid: {"area": b.area, "verdict": b.verdict, "tests": [t.as_json() for t in b.tests]}
                            for sid, b in self.behaviours.items()},
             "failed": self.failed}
-        for name in ("gate", "events", "spark"):
+        for name in ("gate", "events", "spark", "release"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -111,7 +113,7 @@ class RunSummary:
                       for sid, b in data["behaviours"].items()}
         return cls(data["run_id"], data["target"], data.get("version"), list(data["profiles"]), data["elapsed_s"],
                    dict(data.get("timing") or {}), {a: dict(c) for a, c in data["areas"].items()}, behaviours,
-                   list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"))
+                   list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"), data.get("release"))
 
     def write(self, path: Path) -> None:
         data = self.as_json()
@@ -128,7 +130,8 @@ class RunSummary:
     def lines(self) -> list[str]:
         """The terminal summary: per-area counts, IDs by verdict, every failure with its spec ID."""
         wall = self.timing.get("clock") == "wall"
-        lines = [f"rocketmq-conformance run {self.run_id} against {self.target} "
+        release = f" as RocketMQ {self.release}" if self.release else ""
+        lines = [f"rocketmq-conformance run {self.run_id} against {self.target}{release} "
                  f"({', '.join(self.profiles)}), {self.elapsed_s} s" + (
                      f"; wall clock at time scale {self.timing['time_scale']:g}, timing tolerance "
                      f"{self.timing['tolerance_absolute_ms']} ms + {self.timing['tolerance_relative']:.0%}"

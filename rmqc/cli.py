@@ -4,7 +4,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import expectations_command, report_command, run_command, serve_command, spark_commands, spec_command
+from . import (
+    expectations_command,
+    report_command,
+    run_command,
+    serve_command,
+    spark_commands,
+    spec_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

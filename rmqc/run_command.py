@@ -13,6 +13,7 @@ from adapters.base import TargetError
 from adapters.targets import USAGE, parse_target
 from history.profiles import BROKER_PROFILES
 from reports.summary import RunSummary
+from spec import versions
 from suites.plugin.hypothesis_profiles import ENV as HYPOTHESIS_ENV
 
 
@@ -20,6 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="run the conformance suites against a target")
     parser.add_argument("--target", default="reference", help=USAGE)
     parser.add_argument("--profile", default=None, help=f"{' | '.join(BROKER_PROFILES)} (default: all the target runs)")
+    parser.add_argument("--target-version", default=None, metavar="V",
+                        help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
+                             f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
     parser.add_argument("--expectations", default=None, metavar="FILE",
                         help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
                              "failing on an unexpected failure or an unexpected pass")
@@ -40,6 +44,12 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
         return 2
+    if args.target_version:
+        try:
+            versions.key(args.target_version)
+        except ValueError as exc:
+            print(f"rmqc run: error: --target-version: {exc}", file=sys.stderr)
+            return 2
     if args.profile and args.profile not in profiles:
         print(f"rmqc run: error: --profile {args.profile}: target {args.target} runs "
               f"{' and '.join(profiles)}", file=sys.stderr)
@@ -57,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--rmq-profile", args.profile]
     if args.expectations:
         argv += ["--rmq-expectations", args.expectations]
+    if args.target_version:
+        argv += ["--rmq-target-version", args.target_version]
     if not os.environ.get(HYPOTHESIS_ENV):  # the suites' own settings: derandomized, or few examples on a wall clock
         argv += ["--rmq-hypothesis-profile", "ci" if probe.virtual_clock else "realtime"]
     if args.keyword:

@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from spec import versions
 from spec.coverage import compute_coverage
 from spec.loader import SpecError, load_spec
 
@@ -18,6 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p_list.add_argument("--area", action="append", help="only these areas (repeatable)")
     p_show = spec_sub.add_parser("show", help="everything the spec says about one behaviour")
     p_show.add_argument("id")
+    p_show.add_argument("--version", default=None,
+                        help=f"what holds in this release ({', '.join(versions.COVERED)}, or develop)")
     p_cov = spec_sub.add_parser("coverage", help="reference rule and tests per behaviour")
     p_cov.add_argument("--strict", action="store_true",
                        help="exit 1 on a behaviour without a rule, model code (unless not modelled) or a test, a citation "
@@ -52,6 +55,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"rmqc spec: error: {exc}", file=sys.stderr)
             return 2
         print(f"{b.id} — {b.title}  [{b.area}]  ({b.file}:{b.line})")
+        print(f"  holds: {versions.describe(b.since, b.until)}"
+              + "".join(f"; {versions.describe(v.get('since'), v.get('until'))}: a variant" for v in b.variants))
+        if args.version is not None:
+            try:
+                present = b.holds_at(args.version)
+            except ValueError as exc:
+                print(f"rmqc spec: error: --version: {exc}", file=sys.stderr)
+                return 2
+            if not present:
+                print(f"  in {args.version}: does not hold ({versions.describe(b.since, b.until)})")
+                return 0
+            variant = b.variant_at(args.version)
+            if variant is not None:
+                print(f"  in {args.version} ({versions.describe(variant.get('since'), variant.get('until'))},"
+                      f" {variant['source']}):")
+                print(textwrap.indent(" ".join(variant["statement"].split()), "    "))
+                if variant.get("defaults"):
+                    print("    defaults: " + ", ".join(f"{k}={v}" for k, v in variant["defaults"].items()))
+            else:
+                print(f"  in {args.version}: as stated")
         print(textwrap.indent(b.statement, "  "))
         for profile, exp in b.profiles.items():
             print(f"  {profile}: " + (exp["expect"] if exp["applies"] else f"not applicable ({exp['reason']})"))
@@ -65,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  docs: {doc}")
         if b.vectors:
             print("  vectors: " + " ".join(b.vectors.split()))
-        for d in b.divergences:
+        for d in (b.divergences_at(args.version) if args.version else b.divergences):
             print(f"  divergence {d['claim']}: docs say {d['docs_say']!r}; held by {', '.join(d['held_by'])}")
         coverage = compute_coverage(spec)
         model = coverage.model.get(b.id) or ([f"- (not modelled: {b.not_modelled})"] if b.not_modelled else [])

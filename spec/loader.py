@@ -15,6 +15,8 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 import yaml
 
+from . import versions
+
 SPEC_DIR = Path(__file__).resolve().parent
 BEHAVIOURS_DIR = SPEC_DIR / "behaviours"
 SCENARIOS_DIR = SPEC_DIR / "scenarios"
@@ -42,11 +44,26 @@ class Behaviour:
     """The catalog's vectors as tables (``suites/rule_vectors.py``)."""
     not_modelled: str = ""
     """Why the model does not implement it; empty when it does (and must cite the ID)."""
+    since: str | None = None
+    until: str | None = None
+    variants: tuple[Mapping[str, Any], ...] = ()
+    """What ranges of releases do differently (``statement``, ``defaults``, ``source`` at the tag)."""
     file: str = ""
     line: int = 0
 
     def applies_to(self, profile: str) -> bool:
         return bool(self.profiles[profile]["applies"])
+
+    def holds_at(self, version: str) -> bool:
+        """Whether the behaviour exists in that release (``since`` / ``until``)."""
+        return versions.holds(version, self.since, self.until)
+
+    def variant_at(self, version: str) -> Mapping[str, Any] | None:
+        """The variant a release follows, if one covers it."""
+        return next((v for v in self.variants if versions.holds(version, v.get("since"), v.get("until"))), None)
+
+    def divergences_at(self, version: str) -> tuple[Mapping[str, Any], ...]:
+        return tuple(d for d in self.divergences if versions.holds(version, d.get("since"), d.get("until")))
 
 
 @dataclass
@@ -158,6 +175,8 @@ def load_spec(directory: Path | None = None) -> Spec:
                 vectors=(raw.get("vectors") or "").strip(), divergences=tuple(raw.get("divergences") or ()),
                 kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
                 not_modelled=raw.get("not_modelled", ""), cases=tuple(raw.get("cases") or ()),
+                since=_version(raw.get("since")), until=_version(raw.get("until")),
+                variants=tuple(raw.get("variants") or ()),
                 file=display_path(path), line=line)
     for b in spec.behaviours.values():
         for ref in list(b.related) + [d["claim"] for d in b.divergences]:
@@ -165,7 +184,31 @@ def load_spec(directory: Path | None = None) -> Spec:
                 raise SpecError(f"{b.file}:{b.line}: {b.id}: refers to unknown ID {ref}")
         for number, case in enumerate(b.cases, start=1):
             _check_case(spec, b, number, case)
+        _check_ranges(b)
     return spec
+
+
+def _version(value: Any) -> str | None:
+    """YAML reads ``5.0`` as a number: keep every version as its text."""
+    return None if value is None else str(value)
+
+
+def _check_ranges(b: Behaviour) -> None:
+    """``since`` not after ``until``, and no release covered by two variants."""
+    ranges = [("the behaviour", b.since, b.until)] + [
+        (f"variant {i}", _version(v.get("since")), _version(v.get("until"))) for i, v in enumerate(b.variants, start=1)]
+    ranges += [(f"divergence {d['claim']}", _version(d.get("since")), _version(d.get("until"))) for d in b.divergences]
+    for what, since, until in ranges:
+        try:
+            if since and until and versions.key(since) > versions.key(until):
+                raise SpecError(f"{b.file}:{b.line}: {b.id}: {what} has since {since} after until {until}")
+        except ValueError as exc:
+            raise SpecError(f"{b.file}:{b.line}: {b.id}: {what}: {exc}") from None
+    for release in versions.COVERED + (versions.DEVELOP,):
+        covering = [i for i, v in enumerate(b.variants, start=1)
+                    if versions.holds(release, _version(v.get("since")), _version(v.get("until")))]
+        if len(covering) > 1:
+            raise SpecError(f"{b.file}:{b.line}: {b.id}: variants {covering} both cover {release}")
 
 
 def _check_case(spec: Spec, b: Behaviour, number: int, case: Mapping[str, Any]) -> None:

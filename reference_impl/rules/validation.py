@@ -7,6 +7,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from spec import versions
+
 from . import codes
 from .codes import RocketMQError
 
@@ -141,9 +143,10 @@ def java_5x_topic_valid(topic: str) -> bool:
     return bool(_TOPIC_JAVA_5X.match(topic))
 
 
-def check_group(group: str, version: str = "develop") -> None:
-    """``Validators.checkGroup`` (LIMIT-02): 255 chars in 4.9.8, 120 in develop."""
-    limit = 255 if version == "4.9.8" else 120
+def check_group(group: str, version: str = versions.LATEST) -> None:
+    """``Validators.checkGroup`` (LIMIT-02): not blank, at most 255 characters in every release (120 only
+    on the development branch), only ``^[%|a-zA-Z0-9_-]+$``."""
+    limit = 120 if version == versions.DEVELOP else 255
     if not group or not group.strip():
         raise RocketMQError(-1, "the specified group is blank")
     if len(group) > limit:
@@ -152,14 +155,22 @@ def check_group(group: str, version: str = "develop") -> None:
         raise RocketMQError(-1, f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
 
 
-def check_group_proxy(group: str) -> None:
-    """Proxy: system consumer groups (``CID_RMQ_SYS_``) -> ILLEGAL_CONSUMER_GROUP (40003) (LIMIT-02)."""
-    if group.startswith("CID_RMQ_SYS_"):
-        raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, f"cannot use system consumer group {group}")
+def check_group_proxy(group: str, version: str = versions.LATEST) -> None:
+    """``GrpcValidator.validateConsumerGroup`` (LIMIT-02): ILLEGAL_CONSUMER_GROUP (40003) for a blank, bad
+    or system (``CID_RMQ_SYS_``) group. 5.0.0 checks blank, then system, then ``checkGroup``; from 5.1.0
+    ``checkGroup`` comes first, then the system group."""
+    system = group.startswith("CID_RMQ_SYS_")
+    if versions.holds(version, until="5.0.0"):
+        if not group or not group.strip():
+            raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
+        if system:
+            raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
     try:
-        check_group(group)
+        check_group(group, version)
     except RocketMQError as exc:
         raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, exc.message) from None
+    if system:
+        raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
 
 
 # ---- LIMIT-03..06 -------------------------------------------------------------------------------

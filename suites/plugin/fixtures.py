@@ -12,10 +12,11 @@ import pytest
 from adapters.base import Target
 from adapters.targets import reference_target
 from history.outcomes import NotApplicable
+from spec import versions
 from spec.loader import Spec, default_spec
 from suites.tolerance import tolerance_for
 
-from .markers import profile_of
+from .markers import profile_of, spec_ids
 from .state import run_state
 
 
@@ -66,6 +67,17 @@ def target(make_target: Callable[..., Target]) -> Target:
 def reference_for() -> Callable[..., Target]:
     """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential tests."""
     return lambda profile, seed=0: reference_target(profile, run_id="prediction", seed=seed)
+
+
+@pytest.fixture(autouse=True)
+def _holds_in_the_release(request: pytest.FixtureRequest) -> None:
+    """A test whose behaviours all do not exist in the run's release is not applicable there."""
+    state = run_state(request.config)
+    spec = default_spec()
+    cited = [spec.behaviours[i] for i in spec_ids(request.node) if i in spec.behaviours]
+    if cited and not any(b.holds_at(state.release) for b in cited):
+        ranges = "; ".join(f"{b.id} holds {versions.describe(b.since, b.until)}" for b in cited)
+        raise NotApplicable(f"not in RocketMQ {state.release}: {ranges}")
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     summary = RunSummary.build(state.results, default_spec(), run_id=state.run_id, target=state.target.text,
                                version=state.version, profiles=state.profiles,
                                elapsed_s=time.perf_counter() - state.started, timing=state.timing)
+    summary.release = state.release
     if state.expectations is not None:
         from reports.expectations import gate
 

@@ -11,6 +11,7 @@ import pytest
 from adapters.base import TargetError
 from adapters.targets import USAGE, parse_target
 from history.profiles import BROKER_PROFILES
+from spec import versions
 from spec.loader import SpecError, default_spec
 
 from . import hypothesis_profiles
@@ -26,6 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="expectation file (expectations/<name>.yaml): the run passes when only expected failures fail")
     group.addoption("--rmq-out", default=None, help="write summary.json and events.parquet of this run here")
     group.addoption("--rmq-run-id", default=None, help="run id recorded in the event log")
+    group.addoption("--rmq-target-version", default=None, metavar="V",
+                    help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
+                         f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
     group.addoption("--rmq-hypothesis-profile", default=None, choices=hypothesis_profiles.NAMES,
                     help=f"load this Hypothesis profile of the project (or set {hypothesis_profiles.ENV}); "
                          "by default none is loaded, except realtime for a target on a wall clock")
@@ -58,5 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
             expectations = load_expectations(Path(config.getoption("--rmq-expectations")), default_spec())
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
+    release = config.getoption("--rmq-target-version") or versions.LATEST
+    try:
+        versions.key(release)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--rmq-target-version: {exc}") from None
     run_id = config.getoption("--rmq-run-id") or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    set_run_state(config, RunState(target, probe, profiles, run_id, expectations=expectations))
+    set_run_state(config, RunState(target, probe, profiles, run_id, expectations=expectations, release=release))

@@ -29,6 +29,8 @@ class RunState:
     version: str | None = None
     summary: RunSummary | None = None
     gate: Any = None  # reports.expectations.GateResult, when the run has expectations
+    release: str = ""
+    """The RocketMQ release the target is held to (``--rmq-target-version``)."""
 
 
 _KEY = pytest.StashKey[RunState]()
