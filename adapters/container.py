@@ -22,6 +22,7 @@ from history.profiles import GRPC_5X
 from reference_impl.rules import retry5x
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
+from spec import versions
 
 from .base import TargetError
 from .targets import CONTAINER, Probe
@@ -70,6 +71,8 @@ class ContainerPlan:
     grpc_port: int = 8081
     cluster: str = "DefaultCluster"
     broker_name: str = "broker-a"
+    release: str = versions.LATEST
+    """The RocketMQ release whose defaults are compressed (transactionCheckInterval, TX-03)."""
 
     def delay_levels_ms(self) -> list[int]:
         """The compressed 18 levels; the broker parses whole seconds, so none is shorter than 1 s."""
@@ -84,7 +87,7 @@ class ContainerPlan:
             "fileReservedTime": 48, "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true",
             "enablePropertyFilter": "true", "timerWheelEnable": "true",
             "messageDelayLevel": " ".join(_seconds_text(d) for d in self.delay_levels_ms()),
-            "transactionCheckInterval": max(1, round(tx_rules.CHECK_INTERVAL_MS[GRPC_5X] * self.time_scale)),
+            "transactionCheckInterval": max(1, round(tx_rules.check_interval_ms(self.release) * self.time_scale)),
             "transactionTimeOut": max(1, round(tx_rules.TRANSACTION_TIMEOUT_MS * self.time_scale)),
         }
         return "".join(f"{k} = {v}\n" for k, v in lines.items())
@@ -243,7 +246,7 @@ def container_target(image: str, profile: str = GRPC_5X, **kw: Any) -> Any:
     if error:
         raise TargetError(error)
     plan = next((p for p in _RUNNING if p.image == image and p.time_scale == DEFAULT_TIME_SCALE), None) \
-        or ContainerPlan(image, DEFAULT_TIME_SCALE, grpc_port=free_port())
+        or ContainerPlan(image, DEFAULT_TIME_SCALE, grpc_port=free_port(), release=str(kw.get("release", versions.LATEST)))
     containers, address = _shared(plan)
 
     class ContainerTarget(GrpcTarget):

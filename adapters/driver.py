@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 from history.events import Event
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
+from spec import versions
 
 from .base import Target, TargetError
 from .driver_codec import (
@@ -156,7 +157,8 @@ class DriverTarget(Target):
 
     _sessions = itertools.count(1)
 
-    def __init__(self, command: str, profile: str, *, run_id: str = "run", seed: int = 0) -> None:
+    def __init__(self, command: str, profile: str, *, run_id: str = "run", seed: int = 0,
+                 release: str = versions.LATEST) -> None:
         self.process = driver_process(command)
         hello = self.process.hello
         self.name = DRIVER.text(command)
@@ -168,7 +170,7 @@ class DriverTarget(Target):
         self._events: list[Event] = []
         self._handles = itertools.count(1)
         self.process.sessions[self.session] = self
-        opened = self.call("open", profile=profile, run_id=run_id, seed=seed)
+        opened = self.call("open", profile=profile, run_id=run_id, seed=seed, release=release)
         self.capabilities = frozenset(opened.get("capabilities", ()))
         self.version = opened.get("version") or hello.get("version")
 
@@ -344,4 +346,4 @@ def probe(address: str) -> Probe:
     hello = driver_process(address).hello
     wraps_reference = hello.get("implementation") == REFERENCE_IMPLEMENTATION and hello.get("version") == VERSION
     return Probe(tuple(hello.get("profiles", ())), str(hello.get("clock", "wall")), hello.get("version"),
-                 wraps_reference)
+                 wraps_reference, hello.get("release"))

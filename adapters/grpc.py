@@ -29,6 +29,7 @@ from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
+from spec import versions
 
 from .base import NotApplicable, Target, TargetError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
@@ -51,6 +52,7 @@ class ServerInfo:
     description: str
     version: str | None = None
     answered_at: float = field(default_factory=time.monotonic)
+    release: str | None = None
 
 
 def admin_call(address: str, method: str, request: dict[str, Any], timeout_s: float = PROBE_TIMEOUT_S,
@@ -77,7 +79,8 @@ def server_info(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
             cause = f"no answer within {timeout_s:g} s (connection refused or nothing listening)"
         raise TargetError(f"{GRPC.text(address)}: unreachable: {cause}") from None
     return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
-                      f"{answer['server']} {answer['version']}", str(answer["version"]))
+                      f"{answer['server']} {answer['version']}", str(answer["version"]),
+                      release=answer.get("release"))
 
 
 def _code_of(exc: BaseException) -> int:
@@ -90,10 +93,12 @@ class GrpcTarget(Target):
     """A 5.x proxy through the official Python SDK."""
 
     def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
-                 time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S) -> None:
+                 time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S,
+                 release: str = versions.LATEST) -> None:
         if profile != GRPC_5X:
             raise NotApplicable(f"{GRPC.text(address)} speaks the 5.x protocol; profile {profile} needs another target")
         self.address = address
+        self.release = release
         self.name = GRPC.text(address)
         self.profile = profile
         self.capabilities = CAPABILITIES
@@ -183,7 +188,7 @@ class GrpcTarget(Target):
     def _checks_may_come(self) -> bool:
         """An unresolved half is checked every interval after the transaction timeout; once no check came
         for two intervals past that, the proxy has given up on it (TX-03, TX-04)."""
-        window = 2 * tx_rules.CHECK_INTERVAL_MS[self.profile] + tx_rules.TRANSACTION_TIMEOUT_MS
+        window = 2 * tx_rules.check_interval_ms(self.release) + tx_rules.TRANSACTION_TIMEOUT_MS
         now = self.now_ms()
         with self._lock:
             return any(now - last < window for last in self._open_halves.values())
@@ -664,7 +669,7 @@ def build(address: str, profile: str, **options: object) -> GrpcTarget:
 def probe(address: str) -> Probe:
     """Reach the proxy once: it runs the 5.x profile, on a wall clock."""
     info = server_info(address)
-    return Probe((GRPC_5X,), "wall", info.version)
+    return Probe((GRPC_5X,), "wall", info.version, release=info.release)
 
 
 __all__ = ["GrpcTarget", "build", "probe", "server_info", "admin_call", "ServerInfo"]

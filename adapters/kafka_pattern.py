@@ -19,7 +19,9 @@ _WHY = "the Kafka retry-topic pattern has no such feature"
 
 
 class KafkaPatternTarget(Target):
-    def __init__(self, profile: str = KAFKA_RETRY, *, run_id: str = "run", seed: int = 0) -> None:
+    def __init__(self, profile: str = KAFKA_RETRY, *, run_id: str = "run", seed: int = 0,
+                 release: str | None = None) -> None:
+        """``release`` is accepted like every target's; the Kafka pattern has no RocketMQ release."""
         self.name = "reference"
         self.profile = KAFKA_RETRY
         self.capabilities = frozenset({"clock.virtual", "send.sync", "consumer.kafka.retry"})

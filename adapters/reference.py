@@ -16,6 +16,7 @@ from history.views import Listener
 from reference_impl import VERSION
 from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
+from spec import versions
 
 from .base import NotApplicable, Target
 from .targets import Probe
@@ -34,14 +35,15 @@ CAPABILITIES_BY_PROFILE = {
 class ReferenceTarget(Target):
     """Runs on a virtual clock: ``advance`` is instant, and a seed fixes every id and timestamp."""
 
-    def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0) -> None:
+    def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0,
+                 release: str = versions.LATEST) -> None:
         if profile not in BROKER_PROFILES:
             raise NotApplicable(f"the reference implements {', '.join(BROKER_PROFILES)}; profile {profile!r} is not modelled")
         self.name = "reference"
         self.version = VERSION
         self.profile = profile
         self.capabilities = frozenset(CAPABILITIES_BY_PROFILE[profile])
-        self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed)
+        self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed, release=release)
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
                      message_type: str = "NORMAL", brokers: int = 1) -> None:
@@ -147,4 +149,4 @@ def build(address: str, profile: str, **options: object) -> Target:
 
 def probe(address: str) -> Probe:
     """Nothing to reach: the reference runs every profile it models, on a virtual clock."""
-    return Probe(REFERENCE_PROFILES, "virtual", VERSION, runs_reference=True)
+    return Probe(REFERENCE_PROFILES, "virtual", VERSION, runs_reference=True, release=None)

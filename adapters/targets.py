@@ -61,6 +61,8 @@ class Probe:
     clock: str = "wall"
     version: str | None = None
     runs_reference: bool = False
+    release: str | None = None
+    """The RocketMQ release the target says it behaves as, when it says (``rmqc serve --version``)."""
 
     @property
     def virtual_clock(self) -> bool:

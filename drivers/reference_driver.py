@@ -29,6 +29,7 @@ from history.profiles import REFERENCE_PROFILES
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl import VERSION
+from spec import versions
 
 
 class ScriptListener:
@@ -112,7 +113,8 @@ class ReferenceDriver:
                 "profiles": list(REFERENCE_PROFILES), "clock": "virtual", "time_scale": 1.0}
 
     def cmd_open(self, m: dict[str, Any]) -> dict[str, Any]:
-        target = reference_target(m["profile"], run_id=m.get("run_id", "run"), seed=int(m.get("seed", 0)))
+        target = reference_target(m["profile"], run_id=m.get("run_id", "run"), seed=int(m.get("seed", 0)),
+                                  release=m.get("release", versions.LATEST))
         self.targets[m["target"]] = target
         self.flushed[m["target"]] = 0
         return {"capabilities": sorted(target.capabilities), "version": target.version}

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from history.profiles import GRPC_5X
+from spec import versions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "auto_create: true|false")
     p.add_argument("--events-out", type=Path, default=None, help="write the server's event log (Parquet) at shutdown")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--version", dest="release", default=versions.LATEST, metavar="V",
+                   help=f"behave as this RocketMQ release where the spec says releases differ "
+                        f"({', '.join(versions.COVERED)} or develop; default {versions.LATEST})")
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(handler=run_serve)
 
@@ -36,12 +40,13 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config) if args.config else None
         server = ReferenceServer(host=args.host, port=args.port, time_scale=args.time_scale, profile=args.profile,
-                                 config=config, seed=args.seed)
+                                 config=config, seed=args.seed, release=args.release)
     except (ServeConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"rmqc serve: error: {exc}", file=sys.stderr)
         return 2
     server.start()
-    print(f"rmqc serve: listening on {server.address} (profile {args.profile}, time scale {args.time_scale})",
+    print(f"rmqc serve: listening on {server.address} (profile {args.profile}, RocketMQ {args.release}, "
+          f"time scale {args.time_scale})",
           flush=True)
     server.serve_until_signalled()
     if args.events_out:

@@ -77,6 +77,11 @@ class Spec:
             out.setdefault(b.area, []).append(b)
         return out
 
+    def differences(self, one: str, other: str) -> list[str]:
+        """The behaviours that exist in only one of two releases, or follow another variant there."""
+        return [b.id for b in self.behaviours.values()
+                if b.holds_at(one) != b.holds_at(other) or b.variant_at(one) is not b.variant_at(other)]
+
     def get(self, behaviour_id: str) -> Behaviour:
         try:
             return self.behaviours[behaviour_id]

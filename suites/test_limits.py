@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from reference_impl.rules.codes import RocketMQError
+from spec import versions
 from suites.checks import require
 
 BAD_INPUT = [
@@ -52,8 +53,12 @@ def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, override
     ("remoting-4.x", "g" * 256, -1, "longer than group max length 255"),
     ("grpc-5.x", "g" * 256, 40003, "longer than group max length 255."),  # 120 only on the development branch
     ("grpc-5.x", "CID_RMQ_SYS_TRANS", 40003, "cannot use system consumer group"),
+    ("grpc-5.x", "CID_RMQ_SYS_" + "x" * 250, 40003, None),  # which check answers depends on the release
 ])
-def test_bad_group_names(make_target, profile, group, code, message):
+def test_bad_group_names(make_target, profile, group, code, message, rmq_release):
+    if message is None:  # 5.0.0's proxy checks for a system group first; from 5.1.0 checkGroup comes first
+        message = ("cannot use system consumer group" if versions.holds(rmq_release, until="5.0.0")
+                   else "longer than group max length 255.")
     from history.values import ListenerOutcome
 
     target = make_target(profile)

@@ -55,8 +55,10 @@ def test_half_and_op_messages_are_stored(make_target, profile, state):
 @BOTH
 @pytest.mark.spec("TX-03", "TX-04", "CLAIM-09")
 @pytest.mark.parametrize("commit_on_check", [None, 1, 3, 15])
-def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, profile, commit_on_check):
-    """UNKNOW: checked once per interval (60 s in 4.x, 30 s from 5.2), at most 15 times, then discarded."""
+def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, profile, commit_on_check, rmq_spec,
+                                                                   rmq_release):
+    """UNKNOW: checked once per interval (the release's transactionCheckInterval), at most 15 times, then
+    discarded."""
     target = make_target(profile)
     target.create_topic("T")
     _consume_all(target)
@@ -65,7 +67,7 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
     target.settle()
     events = target.events()
     checks = [e.ts_ms for e in events if e.kind == "TX_CHECK"]
-    interval = 60_000 if profile == "remoting-4.x" else 30_000
+    interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
     expected_checks = commit_on_check or 15
     require(len(checks) == expected_checks, "TX-03", f"{len(checks)} checks at {checks}, the spec says {expected_checks}")
     if "clock.virtual" in target.capabilities:  # sent at 0: the scans fall on whole intervals
@@ -97,10 +99,14 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
 
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("TX-03")
-def test_immunity_property_delays_the_first_check(target):
+def test_immunity_property_delays_the_first_check(target, rmq_spec, rmq_release):
+    interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
+    first_scan_after_immunity = (120_000 // interval + 1) * interval  # an age of exactly 120 s is not past it
     target.create_topic("T")
     producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE)
     producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW, immunity_seconds=120)
     target.settle()
     checks = [e.ts_ms for e in target.events() if e.kind == "TX_CHECK"]
-    require(checks == [180_000], "TX-03", f"checks at {checks}: with 120 s immunity the first check is the scan at 180 s")
+    require(checks == [first_scan_after_immunity], "TX-03",
+            f"checks at {checks}: with 120 s immunity and {interval} ms scans the first check is the scan at "
+            f"{first_scan_after_immunity} ms")

@@ -35,7 +35,7 @@ class AdminService:
 
     def Info(self, request: dict, context: grpc.ServicerContext) -> dict:
         with self.model.locked() as sim:
-            return {"server": "rmqc serve", "version": self.version, "profile": sim.profile,
+            return {"server": "rmqc serve", "version": self.version, "profile": sim.profile, "release": sim.release,
                     "time_scale": self.model.time_scale, "spec_now_ms": sim.clock.now_ms,
                     "wall_epoch_ms": self.model.wall_epoch_ms}
 

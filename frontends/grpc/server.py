@@ -16,6 +16,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc
 from history.profiles import GRPC_5X
 from reference_impl import VERSION
 from reference_impl.model.simulation import Simulation
+from spec import versions
 
 from ..model_service import RealTimeModel
 from .admin import MESSAGE_TYPES, AdminService
@@ -62,11 +63,12 @@ class ReferenceServer:
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
                  profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
-                 workers: int = 64) -> None:
+                 workers: int = 64, release: str = versions.LATEST) -> None:
         if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
-        self.sim = Simulation(profile, run_id="serve", target="rmqc-serve", seed=seed)
+        versions.key(release)  # a malformed release is a ValueError before anything starts
+        self.sim = Simulation(profile, run_id="serve", target="rmqc-serve", seed=seed, release=release)
         self.model = RealTimeModel(self.sim, time_scale)
         for topic in config.topics:
             queues = int(topic.get("queues", 4))

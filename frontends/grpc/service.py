@@ -124,11 +124,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         q = self.options.default_queues
         return self.broker.create_topic(name, q, q)
 
-    @staticmethod
-    def _group(name: str) -> str:
-        if not name:
-            raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "consumer group is required")
-        validation.check_group_proxy(name)
+    def _group(self, name: str) -> str:
+        """``GrpcValidator.validateConsumerGroup`` as the served release runs it (LIMIT-02)."""
+        validation.check_group_proxy(name, self.model.sim.release)
         return name
 
     # ---- routing and sessions ---------------------------------------------------------------

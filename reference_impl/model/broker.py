@@ -11,8 +11,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from history.profiles import REMOTING_4X
-
 from ..rules import codes, retry4x, retry5x
 from ..rules import delay as delay_rules
 from ..rules import fifo as fifo_rules
@@ -169,7 +167,7 @@ class Broker:
     name = "broker-a"
 
     def __init__(self, sim: "Simulation", delay_table: delay_rules.DelayTable = delay_rules.DEFAULT_DELAY_TABLE,
-                 tx_check_interval_ms: int = tx_rules.CHECK_INTERVAL_MS[REMOTING_4X]) -> None:
+                 tx_check_interval_ms: int = tx_rules.check_interval_ms()) -> None:
         self.sim = sim
         self.delay_table = delay_table
         self.topics: dict[str, TopicConfig] = {}

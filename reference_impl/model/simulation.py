@@ -8,6 +8,7 @@ from typing import Mapping
 from history.events import EventRecorder
 from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
 from history.views import Listener, MessageView
+from spec import versions
 
 from ..rules import allocation, retry5x, validation
 from ..rules import delay as delay_rules
@@ -24,7 +25,7 @@ class Simulation:
 
     def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", target: str = "reference",
                  seed: int = 0, message_delay_level: str = delay_rules.DEFAULT_MESSAGE_DELAY_LEVEL,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None, release: str = versions.LATEST) -> None:
         if profile not in BROKER_PROFILES:
             raise ValueError(f"the reference model runs profiles {', '.join(BROKER_PROFILES)}; got {profile!r}")
         table = delay_rules.parse_delay_levels(message_delay_level)
@@ -34,7 +35,9 @@ class Simulation:
         self.seed = seed
         self.clock = VirtualClock()
         self.recorder = recorder or EventRecorder(run_id, target, profile)
-        self.broker = Broker(self, table, tx_rules.CHECK_INTERVAL_MS[profile])
+        self.release = release
+        """The RocketMQ release the model behaves as, where the spec says releases differ."""
+        self.broker = Broker(self, table, tx_rules.check_interval_ms(release))
         self._ids = itertools.count(1)
         self._clients = itertools.count(1)
         self._seed_tag = f"{seed & 0xFFFF:04X}"
@@ -95,12 +98,12 @@ class Simulation:
         return consumer
 
     def simple_consumer_5x(self, group: str, topic: str, expression: str = "*") -> SimpleConsumer5x:
-        validation.check_group_proxy(group)  # LIMIT-02
+        validation.check_group_proxy(group, self.release)  # LIMIT-02
         return SimpleConsumer5x(self, group, topic, self.new_client_id("simple-consumer"), expression)
 
     def push_consumer_5x(self, group: str, topic: str, listener: Listener, sdk: retry5x.Sdk = "java",
                          expression: str = "*") -> PushConsumer5x:
-        validation.check_group_proxy(group)  # LIMIT-02
+        validation.check_group_proxy(group, self.release)  # LIMIT-02
         consumer = PushConsumer5x(self, group, topic, listener, self.new_client_id("push-consumer"), sdk, expression)
         consumer.start()
         return consumer

@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import codes
-from .primitives import guava_consistent_hash, java_abs_int, java_rem, java_string_hash, sha256_mod, siphash24
+from .primitives import (
+    guava_consistent_hash,
+    java_abs_int,
+    java_rem,
+    java_string_hash,
+    sha256_mod,
+    siphash24,
+)
 
 MAX_MESSAGE_GROUP_SIZE = 64
 

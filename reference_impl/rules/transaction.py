@@ -4,8 +4,8 @@ from __future__ import annotations
 import enum
 from typing import Mapping
 
-from history.profiles import GRPC_5X, REMOTING_4X
 from history.values import LocalTransactionState
+from spec import versions
 
 from . import codes
 from .delay import (
@@ -20,9 +20,13 @@ CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 TRANSACTION_CHECK_MAX = 15
 TRANSACTION_TIMEOUT_MS = 6000
 FILE_RESERVED_TIME_MS = 72 * 3_600_000
-CHECK_INTERVAL_MS = {REMOTING_4X: 60_000, GRPC_5X: 30_000}
 MAX_TRANSACTION_RECOVERY_SECOND = 3600
 OP_TAG = "d"
+
+
+def check_interval_ms(release: str = versions.LATEST) -> int:
+    """``BrokerConfig.transactionCheckInterval`` of a release (TX-03): 60 s up to 5.1.0, 30 s from 5.1.1."""
+    return 60_000 if versions.holds(release, until="5.1.0") else 30_000
 
 
 def half_message(topic: str, queue_id: int, properties: Mapping[str, str], producer_group: str) -> tuple[str, int, dict[str, str]]:

@@ -37,7 +37,7 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
             raise pytest.UsageError(f"{request.node.nodeid} uses a target but has no profile marker")
         if profile not in state.profiles:
             raise NotApplicable(f"target {state.target.text} runs {', '.join(state.profiles)}, not {profile}")
-        target = state.target.build(profile, run_id=state.run_id, seed=seed)
+        target = state.target.build(profile, run_id=state.run_id, seed=seed, release=state.release)
         created.append(target)
         state.version = state.version or target.version
         if not state.timing:
@@ -64,9 +64,17 @@ def target(make_target: Callable[..., Target]) -> Target:
 
 
 @pytest.fixture
-def reference_for() -> Callable[..., Target]:
-    """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential tests."""
-    return lambda profile, seed=0: reference_target(profile, run_id="prediction", seed=seed)
+def reference_for(request: pytest.FixtureRequest) -> Callable[..., Target]:
+    """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential
+    tests, as the same release as the target."""
+    release = run_state(request.config).release
+    return lambda profile, seed=0: reference_target(profile, run_id="prediction", seed=seed, release=release)
+
+
+@pytest.fixture
+def rmq_release(request: pytest.FixtureRequest) -> str:
+    """The RocketMQ release the run holds the target to."""
+    return run_state(request.config).release
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
             expectations = load_expectations(Path(config.getoption("--rmq-expectations")), default_spec())
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
-    release = config.getoption("--rmq-target-version") or versions.LATEST
+    release = config.getoption("--rmq-target-version") or probe.release or versions.LATEST
     try:
         versions.key(release)
     except ValueError as exc:

@@ -1,0 +1,37 @@
+"""``rmqc serve --version V`` behaves as that release where the spec says releases differ, and passes the
+suites held to that release through the official 5.x SDK."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from serving import ROOT, start_serve, stop_serve
+from spec import versions
+from spec.loader import default_spec
+
+
+def test_the_spec_lists_where_5_0_0_and_the_latest_release_differ() -> None:
+    assert default_spec().differences("5.0.0", versions.LATEST) == ["LIMIT-02", "TX-03"]
+    assert default_spec().differences("5.1.4", versions.LATEST) == []
+
+
+@pytest.mark.spec("LIMIT-02", "TX-03")
+@pytest.mark.parametrize("release", ["5.0.0", versions.LATEST])
+def test_serve_as_a_release_passes_the_suites_held_to_it(tmp_path, release: str) -> None:
+    process, address = start_serve(0.001, "--version", release)
+    try:
+        run = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", f"grpc://{address}",
+                              "--out", str(tmp_path / "run"), "-k", "transaction or bad_group_names"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "PYTHONPATH": str(ROOT), "RMQC_REALTIME_EXAMPLES": "2"})
+    finally:
+        stop_serve(process)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert summary["release"] == release  # read from the server, not given on the command line
+    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
+    assert verdicts["LIMIT-02"] == verdicts["TX-03"] == "pass", verdicts
