@@ -15,10 +15,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def spec_ids(item: pytest.Item) -> list[str]:
-    """The behaviours a test checks: its ``spec`` markers, and for a parametrized case its ``spec``
-    marks given through ``pytest.param(..., marks=...)`` (closest first)."""
+    """The behaviours a test checks: its ``spec`` markers; a parametrized case that names its own
+    (``pytest.param(..., marks=pytest.mark.spec(...))``) checks only those, so when it fails it blames
+    only them, not every behaviour the function cites."""
+    callspec = getattr(item, "callspec", None)
+    own = [m for m in getattr(callspec, "marks", ()) if m.name == "spec"]
+    marks = own or list(item.iter_markers("spec"))
     ids: list[str] = []
-    for mark in item.iter_markers("spec"):
+    for mark in marks:
         ids.extend(str(a) for a in mark.args)
     return list(dict.fromkeys(ids))
 

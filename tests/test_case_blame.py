@@ -1,0 +1,47 @@
+"""A parametrized case that names its own behaviours blames only those when it fails; a Hypothesis test
+whose examples end not applicable in several ways is not applicable, never failed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+CASES = '''
+import pytest
+from hypothesis import given, strategies as st
+
+from history.outcomes import NotApplicable
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("DELAY-01", "DELAY-02", "DELAY-03")
+@pytest.mark.parametrize("value", [
+    pytest.param(1, marks=pytest.mark.spec("DELAY-01")),
+    pytest.param(2, marks=pytest.mark.spec("DELAY-02")),
+    3,
+])
+def test_cases(value):
+    assert value != 2
+
+
+@pytest.mark.spec("DELAY-04")
+@given(st.integers(0, 50))
+def test_not_applicable_in_several_ways(n):
+    if n % 2:
+        raise NotApplicable("lacks capability a")  # two places: Hypothesis reports both, as an exception group
+    raise NotApplicable("lacks capability b")
+'''
+
+
+def test_a_failing_case_blames_only_its_behaviours(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_cases=CASES)
+    out = pytester.path / "out"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-hypothesis-profile", "ci", "--rmq-out", str(out))
+    behaviours = json.loads((out / "summary.json").read_text())["behaviours"]
+    assert behaviours["DELAY-02"]["verdict"] == "fail"
+    assert behaviours["DELAY-01"]["verdict"] == "pass"  # its own case passed; the failing case is DELAY-02's
+    assert [t["verdict"] for t in behaviours["DELAY-03"]["tests"]] == ["pass"]  # only the unmarked case cites it
+    # several not-applicable outcomes across examples: not applicable, not a failure
+    assert behaviours["DELAY-04"]["verdict"] == "not applicable", behaviours["DELAY-04"]
+    reason = behaviours["DELAY-04"]["tests"][0]["reason"]
+    assert "lacks capability a" in reason and "lacks capability b" in reason, reason  # both outcomes, one verdict
