@@ -3,12 +3,12 @@ behaviour, the rule and the row; matching is exact for mappings unless a vector 
 with a malformed case is one clear error."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from spec_copies import spec_copy
 
-from spec.loader import BEHAVIOURS_DIR, SpecError, load_spec
+from spec.loader import SpecError, load_spec
 from suites.rule_vectors import VectorRow, check_row, matches
 
 
@@ -57,23 +57,14 @@ def test_matching(actual: object, expected: object, verdict: bool) -> None:
     assert matches(actual, expected) is verdict
 
 
-def _spec_with(tmp_path: Path, replace: str, by: str) -> Path:
-    spec_dir = tmp_path / "behaviours"
-    shutil.copytree(BEHAVIOURS_DIR, spec_dir)
-    text = (spec_dir / "delay.yaml").read_text()
-    assert replace in text
-    (spec_dir / "delay.yaml").write_text(text.replace(replace, by, 1))
-    return spec_dir
-
-
 def test_a_row_with_too_few_values_names_file_line_and_id(tmp_path: Path) -> None:
-    spec_dir = _spec_with(tmp_path, "    - [3, 10000]\n", "    - [3]\n")
+    spec_dir = spec_copy(tmp_path, "delay.yaml", "    - [3, 10000]\n", "    - [3]\n")
     with pytest.raises(SpecError, match=r"delay.yaml:\d+: DELAY-01: case 1 \(delay.delay_ms_for_level\): row 1 has 1 "
                                         r"values for 2 columns"):
         load_spec(spec_dir)
 
 
 def test_also_naming_an_unknown_behaviour_is_an_error(tmp_path: Path) -> None:
-    spec_dir = _spec_with(tmp_path, "also: [TX-01]", "also: [TX-99]")
+    spec_dir = spec_copy(tmp_path, "delay.yaml", "also: [TX-01]", "also: [TX-99]")
     with pytest.raises(SpecError, match="also names unknown ID TX-99"):
         load_spec(spec_dir)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from spec_copies import spec_copy
 
 from spec import versions
-from spec.loader import BEHAVIOURS_DIR, SpecError, default_spec, load_spec
+from spec.loader import SpecError, default_spec, load_spec
 
 RMQC = [sys.executable, "-m", "rmqc.cli"]
 
@@ -42,23 +42,14 @@ def test_behaviours_hold_where_they_say() -> None:
     assert limit.variant_at("develop")["defaults"] == {"maxGroupLength": 120}
 
 
-def _spec_dir(tmp_path: Path, old: str, new: str) -> Path:
-    spec_dir = tmp_path / "behaviours"
-    shutil.copytree(BEHAVIOURS_DIR, spec_dir)
-    text = (spec_dir / "limits.yaml").read_text()
-    assert old in text
-    (spec_dir / "limits.yaml").write_text(text.replace(old, new, 1))
-    return spec_dir
-
-
 def test_since_after_until_is_an_error(tmp_path: Path) -> None:
-    spec_dir = _spec_dir(tmp_path, "  since: 4.9.8\n", "  since: 5.3.3\n  until: 5.0.0\n")
+    spec_dir = spec_copy(tmp_path, "limits.yaml", "  since: 4.9.8\n", "  since: 5.3.3\n  until: 5.0.0\n")
     with pytest.raises(SpecError, match=r"limits.yaml:\d+: LIMIT-02: the behaviour has since 5.3.3 after until 5.0.0"):
         load_spec(spec_dir)
 
 
 def test_two_variants_covering_one_release_is_an_error(tmp_path: Path) -> None:
-    spec_dir = _spec_dir(tmp_path, "  - since: 5.1.0\n    until: 5.3.3\n", "  - since: 5.0.0\n    until: 5.3.3\n")
+    spec_dir = spec_copy(tmp_path, "limits.yaml", "  - since: 5.1.0\n    until: 5.3.3\n", "  - since: 5.0.0\n    until: 5.3.3\n")
     with pytest.raises(SpecError, match=r"LIMIT-02: variants \[1, 2\] both cover 5.0.0"):
         load_spec(spec_dir)
 
