@@ -181,6 +181,8 @@ class Broker:
         self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}
+        self.acked: dict[str, int] = {}
+        """Acked receipt handles and when each expires (a repeated ack before then is OK, RETRY-5X-09)."""
         self.pop_offsets: dict[tuple[str, str, int], int] = {}
         self.order_infos: dict[tuple[str, str, int], fifo_rules.OrderInfo] = {}
         self.halves: list[HalfMessage] = []
@@ -403,12 +405,23 @@ class Broker:
         self._notify(retry)
 
     def ack(self, receipt: str) -> int:
+        """Ack a receipt handle (RETRY-5X-09): the proxy refuses only an expired handle
+        (INVALID_RECEIPT_HANDLE); the broker has no duplicate check, so acking a handle again before it
+        expires is OK."""
         flight = self.in_flight.pop(receipt, None)
         if flight is None:
-            return codes.INVALID_RECEIPT_HANDLE
+            expires = self.acked.get(receipt)
+            return codes.OK if expires is not None and self.sim.clock.now_ms < expires else codes.INVALID_RECEIPT_HANDLE
         if flight.fifo:
             self._fifo_commit(flight)
+        self._remember_ack(receipt, flight.visible_at)
         return codes.OK
+
+    def _remember_ack(self, receipt: str, expires_ms: int) -> None:
+        now = self.sim.clock.now_ms
+        if len(self.acked) >= 4096:  # forget the handles that have expired: their ack is refused either way
+            self.acked = {r: e for r, e in self.acked.items() if e > now}
+        self.acked[receipt] = expires_ms
 
     def change_invisible_duration(self, receipt: str, invisible_ms: int) -> tuple[int, str | None]:
         retry5x.change_invisible_ms(invisible_ms)  # an illegal time leaves the handle as it was
