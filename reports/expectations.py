@@ -157,7 +157,7 @@ def _first_failure(behaviour: BehaviourResult) -> str:
 
 def gate(summary: RunSummary, expectations: ExpectationFile) -> GateResult:
     """Compare a run's verdicts with its expectation file (WPT-style: unexpected results fail it)."""
-    held = expectations.applicable(summary.profiles, summary.version)
+    held = expectations.applicable(summary.profiles, summary.release or summary.version)
     result = GateResult(expectations.path or expectations.target)
     behaviours = summary.behaviours
     for bid, b in sorted(behaviours.items()):
@@ -186,7 +186,7 @@ def gate(summary: RunSummary, expectations: ExpectationFile) -> GateResult:
 def updated_entries(summary: RunSummary, existing: ExpectationFile | None) -> tuple[list[Expectation], list[str]]:
     """Entries after a run: failures kept or added, stale ones dropped, others left as they were.
     Returns the entries and one line per change."""
-    profiles, version = summary.profiles, summary.version
+    profiles, version = summary.profiles, summary.release or summary.version
     behaviours = summary.behaviours
     kept: list[Expectation] = []
     changes: list[str] = []
