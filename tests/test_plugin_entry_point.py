@@ -42,8 +42,10 @@ from hypothesis import given, settings, strategies as st
 
 @given(st.integers())
 def test_unrelated(n):
-    # Hypothesis's own defaults: a deadline, random examples (the project's profiles have neither)
-    assert settings.default.deadline is not None and not settings.default.derandomize
+    # Hypothesis's own profile ("default", or its own "ci" when the CI variable is set); none of the
+    # project's profiles is loaded, nor even registered
+    assert settings.get_current_profile_name() in ("default", "ci")
+    assert not [name for name in settings._profiles if name.startswith("rmqc-")]
 '''
 
 LOADED_TEST = '''
@@ -51,6 +53,7 @@ from hypothesis import settings
 
 
 def test_loaded():
+    assert settings.get_current_profile_name() == "rmqc-ci"
     assert settings.default.deadline is None and settings.default.derandomize
     assert settings.default.max_examples == 100
 '''
