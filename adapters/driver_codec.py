@@ -18,8 +18,8 @@ from history.events import Event
 from history.views import MessageView, SendResult
 from reference_impl.rules import codes
 from reference_impl.rules.delay import BatchRejected, TimerMessageIllegal
-from reference_impl.rules.filter import SqlParseError
 from reference_impl.rules.retry5x import IllegalInvisibleTime
+from reference_impl.rules.sql92 import SqlParseError
 
 from .base import NotApplicable
 

@@ -7,6 +7,7 @@ or Guava (Debian's libguava-java) the test is not applicable, and says why.
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -24,20 +25,26 @@ SOURCE = Path(__file__).parent / "java" / "PrimitiveOracle.java"
 
 
 class Jvm:
-    def __init__(self, workdir: Path) -> None:
-        subprocess.run(["javac", "-cp", str(GUAVA), "-d", str(workdir), str(SOURCE)], check=True, timeout=120,
+    """One oracle program (``suites/java/<name>.java``) compiled and running; a line in, a line out."""
+
+    def __init__(self, workdir: Path, name: str) -> None:
+        source = SOURCE.with_name(f"{name}.java")
+        subprocess.run(["javac", "-cp", str(GUAVA), "-d", str(workdir), str(source)], check=True, timeout=120,
                        capture_output=True)
-        self.proc = subprocess.Popen(["java", "-Dfile.encoding=UTF-8", "-cp", f"{workdir}:{GUAVA}", "PrimitiveOracle"],
+        self.proc = subprocess.Popen(["java", "-Dfile.encoding=UTF-8", "-cp", f"{workdir}:{GUAVA}", name],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
-    def ask(self, text: str, buckets: int) -> tuple[int, int, int, int, int]:
+    def line(self, request: str) -> list[str]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"{text.encode('utf-8').hex()}\t{buckets}\n")
+        self.proc.stdin.write(request + "\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         if not answer:
             raise RuntimeError("the JVM oracle stopped answering")
-        return tuple(int(x) for x in answer.split("\t"))  # type: ignore[return-value]
+        return answer.rstrip("\n").split("\t")
+
+    def ask(self, text: str, buckets: int) -> tuple[int, int, int, int, int]:
+        return tuple(int(x) for x in self.line(f"{text.encode('utf-8').hex()}\t{buckets}"))  # type: ignore[return-value]
 
     def close(self) -> None:
         if self.proc.stdin:
@@ -45,13 +52,24 @@ class Jvm:
         self.proc.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
-def jvm(tmp_path_factory: pytest.TempPathFactory):
+def _start(tmp_path_factory: pytest.TempPathFactory, name: str) -> Jvm:
     missing = [what for what, ok in (("javac", shutil.which("javac")), ("java", shutil.which("java")),
                                      (str(GUAVA), GUAVA.exists())) if not ok]
     if missing:
         raise NotApplicable(f"no JVM oracle: {', '.join(missing)} not found (install openjdk-17-jdk and libguava-java)")
-    oracle = Jvm(tmp_path_factory.mktemp("jvm"))
+    return Jvm(tmp_path_factory.mktemp("jvm"), name)
+
+
+@pytest.fixture(scope="module")
+def jvm(tmp_path_factory: pytest.TempPathFactory):
+    oracle = _start(tmp_path_factory, "PrimitiveOracle")
+    yield oracle
+    oracle.close()
+
+
+@pytest.fixture(scope="module")
+def number_jvm(tmp_path_factory: pytest.TempPathFactory):
+    oracle = _start(tmp_path_factory, "NumberOracle")
     yield oracle
     oracle.close()
 
@@ -68,3 +86,36 @@ def test_primitives_agree_with_the_jvm(jvm, text, buckets):
     require(primitives.siphash24(text.encode("utf-8")) == sip, "PRIM-03", f"sipHash24({text!r})")
     require(primitives.md5_ring_hash(text) == ring, "PRIM-04", f"MD5 ring hash of {text!r}")
     require(fifo.select_queue_by_hash_4x(java_hash, buckets) == selected, "FIFO-03", f"4.x selector for {text!r}")
+
+
+NUMBER_PIECES = st.sampled_from(["0", "1", "7", "9", "00", "+", "-", ".", "e", "E", "x", "X", "p", "P", "a", "f",
+                                 "F", "d", "D", "L", " ", "\t", "\x01", "NaN", "Infinity", "0x", "1.8", "p-3",
+                                 "\u0663", "\uff17", "\U0001d7ce", "\u00b2", "true", "TRUE", "tRuE", "2147483648",
+                                 "9223372036854775808", "e400", "e-400"])
+
+
+@pytest.mark.spec("FILTER-06", "DELAY-02")
+@settings(max_examples=400)
+@given(text=st.one_of(st.lists(NUMBER_PIECES, max_size=6).map("".join), st.text(max_size=12)))
+def test_java_number_parsing_agrees_with_the_jvm(number_jvm, text):
+    """``Integer.valueOf``, ``Long.valueOf``, ``Double.valueOf`` and ``Boolean.valueOf`` on odd strings:
+    any script's digits for the integers, hexadecimal and suffixes for the double, trimming only for it."""
+    as_int, as_long, as_double, as_boolean = number_jvm.line(text.encode("utf-8").hex())
+
+    def ours(parse):
+        try:
+            return str(parse())
+        except ValueError:
+            return "NFE"
+
+    require(ours(lambda: primitives.java_parse_long(text, primitives.INT_MIN, primitives.INT_MAX)) == as_int,
+            "FILTER-06", f"Integer.valueOf({text!r}) is {as_int}")
+    require(ours(lambda: primitives.java_parse_long(text)) == as_long, "FILTER-06", f"Long.valueOf({text!r}) is {as_long}")
+    require(ours(lambda: _raw_bits(primitives.java_parse_double(text))) == as_double, "FILTER-06",
+            f"Double.valueOf({text!r}) has bits {as_double}")
+    require(str(primitives.java_boolean_value_of(text)).lower() == as_boolean, "FILTER-06",
+            f"Boolean.valueOf({text!r}) is {as_boolean}")
+
+
+def _raw_bits(value: float) -> int:
+    return struct.unpack(">q", struct.pack(">d", value))[0]

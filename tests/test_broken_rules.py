@@ -34,14 +34,14 @@ BREAKS = {
         "from reference_impl.rules import allocation\n"
         "allocation.allocate_by_circle = allocation.allocate_averagely\n",
         "test_rule_vectors_in_code.py", "by_circle", "FAIL ALLOC-02", "test_by_circle[8-3"),
-    "sql-null-equals-null-is-true": (
-        "from reference_impl.rules import filter as f\n"
-        "_orig = f.Compare.evaluate\n"
+    "sql-null-equals-null-is-null": (  # the old catalog's reading; Java's doCreateEqual answers TRUE
+        "from reference_impl.rules import sql92\n"
+        "_orig = sql92.Equal.evaluate\n"
         "def _broken(self, props):\n"
-        "    if self.op == '=' and self.left.evaluate(props) is None and self.right.evaluate(props) is None:\n"
-        "        return True\n"
+        "    if self.left.evaluate(props) is None and self.right.evaluate(props) is None:\n"
+        "        return None\n"
         "    return _orig(self, props)\n"
-        "f.Compare.evaluate = _broken\n",
+        "sql92.Equal.evaluate = _broken\n",
         "test_filters.py", "oracle", "[FILTER-06]", "cmpprop"),
     "commitlog-fields-swapped": (
         "from reference_impl.rules import storage\n"

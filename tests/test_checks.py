@@ -4,13 +4,13 @@ from __future__ import annotations
 import pytest
 
 from adapters.reference import ReferenceTarget
-from history.trace import Life
 from history.outcomes import Inconclusive
+from history.trace import Life
 from suites.checks import SpecViolation, check_differential, check_life
-from suites.tolerance import Tolerance, tolerance_for
 from suites.harness import run_checked
 from suites.oracle import Expected
 from suites.scenario import MessagePlan, Scenario
+from suites.tolerance import Tolerance, tolerance_for
 
 EXPECTED = Expected(3, (10_000, 30_000), "CONSUMED", ("RETRY-CONC-04", "RETRY-CONC-06", "RETRY-CONC-07"))
 

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from adapters.base import TargetError
-from adapters.container import ContainerPlan, READY_MARKERS, engine_error, missing_markers, wait_ready
+from adapters.container import (
+    READY_MARKERS,
+    ContainerPlan,
+    engine_error,
+    missing_markers,
+    wait_ready,
+)
 from reference_impl.rules import retry5x
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as rpc
+from rocketmq.grpc_protocol import service_pb2_grpc
 
 from frontends.grpc.server import ReferenceServer, ServeConfig
 

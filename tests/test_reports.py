@@ -11,11 +11,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from serving import ROOT, start_serve, stop_serve
 
 from reports.matrix import Run, build_matrix, diff
 from spec.loader import default_spec
-
-from serving import ROOT, start_serve, stop_serve
 
 SUBSET = "scenarios or transaction"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

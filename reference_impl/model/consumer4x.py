@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from history.values import ListenerOutcome
 from history.views import Listener, MessageView
 
-from ..rules import codes, orderly4x, retry4x
+from ..rules import codes, orderly4x, retry4x, sql92
 from ..rules import filter as filter_rules
 from ..rules import offsets as offset_rules
 from ..rules.codes import RocketMQError
@@ -39,10 +39,11 @@ class PushConsumer4x:
         self.subscriptions = retry4x.push_subscriptions(group, topic, expression, broadcasting)
         self.expression_type = expression_type
         if expression_type == "SQL92":
-            code, remark = filter_rules.sql_subscription_check(expression, sim.broker.enable_property_filter)
+            code, remark = filter_rules.sql_subscription_check(expression, sim.broker.enable_property_filter,
+                                                                sim.release)
             if code != codes.R_SUCCESS:
                 raise RocketMQError(code, remark)  # FILTER-04, FILTER-05
-            self._sql = filter_rules.compile_sql(expression)
+            self._sql = sql92.compile_sql(expression, sim.release)
         else:
             self._tags = filter_rules.parse_tag_expression(expression)
         self.consume_from_where = consume_from_where
@@ -192,7 +193,7 @@ class PushConsumer4x:
         if topic != self.topic:
             return True
         if self.expression_type == "SQL92":
-            return filter_rules.sql_matches(self._sql, message.properties)
+            return sql92.sql_matches(self._sql, message.properties)
         return filter_rules.delivered_to_tag_subscriber(self._tags, message.tags)
 
     def _view(self, message: Message, reconsume_times: int) -> MessageView:

@@ -6,6 +6,9 @@ the spec entry, so that Python results equal what a JVM computes for the same in
 from __future__ import annotations
 
 import hashlib
+import math
+import re
+import struct
 import unicodedata
 
 INT_MIN = -(1 << 31)
@@ -85,6 +88,72 @@ def java_parse_long(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int
     if not low <= value <= high:
         raise ValueError(f'For input string: "{text}"')
     return value
+
+
+_DECIMAL_FLOAT = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?", re.ASCII)
+_HEX_FLOAT = re.compile(r"0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?", re.ASCII)
+
+
+def java_trim(text: str) -> str:
+    """Java ``String.trim``: drops every leading and trailing character at or below U+0020."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def java_parse_double(text: str) -> float:
+    """Java ``Double.valueOf(String)`` (``FloatingDecimal.readJavaFormatString``): the string trimmed as
+    ``String.trim`` does, an optional sign, then ``NaN``, ``Infinity``, a decimal number with ASCII digits
+    (optional fraction and exponent) or a hexadecimal one with a binary exponent (``0x1.8p1``), and for
+    the numbers one optional ``f``/``F``/``d``/``D`` suffix. Anything else raises ``ValueError`` as Java
+    raises ``NumberFormatException``; too large a value is an infinity, too small a zero (FILTER-06)."""
+    body = java_trim(text)
+    sign = -1.0 if body[:1] == "-" else 1.0
+    unsigned = body[1:] if body[:1] in ("-", "+") else body
+    if unsigned == "NaN":
+        return math.nan
+    if unsigned == "Infinity":
+        return sign * math.inf
+    if _DECIMAL_FLOAT.fullmatch(unsigned):
+        return sign * float(unsigned.rstrip("fFdD"))
+    if _HEX_FLOAT.fullmatch(unsigned):
+        try:
+            return sign * float.fromhex(unsigned.rstrip("fFdD"))
+        except OverflowError:
+            return sign * math.inf
+    raise ValueError(f'For input string: "{text}"')
+
+
+def java_double_compare(a: float, b: float) -> int:
+    """Java ``Double.compare``: numeric order, except that ``-0.0`` is below ``0.0`` and NaN is above
+    everything and equal to itself (FILTER-06)."""
+    if a < b:
+        return -1
+    if a > b:
+        return 1
+    bits_a, bits_b = java_double_to_long_bits(a), java_double_to_long_bits(b)
+    return 0 if bits_a == bits_b else (-1 if bits_a < bits_b else 1)
+
+
+def java_double_to_long_bits(value: float) -> int:
+    """Java ``Double.doubleToLongBits``: the IEEE bits as a signed long, every NaN as the one canonical NaN."""
+    if math.isnan(value):
+        return 0x7FF8000000000000
+    return struct.unpack(">q", struct.pack(">d", value))[0]
+
+
+def java_boolean_value_of(text: str) -> bool:
+    """Java ``Boolean.valueOf(String)``: true exactly for ``"true"`` in any ASCII case (FILTER-06)."""
+    return len(text) == 4 and text.isascii() and text.lower() == "true"
+
+
+def java_string_compare(a: str, b: str) -> int:
+    """The sign of Java ``String.compareTo``: lexicographic over UTF-16 code units."""
+    ua, ub = utf16_units(a), utf16_units(b)
+    return (ua > ub) - (ua < ub)
 
 
 def java_rem(a: int, b: int) -> int:
