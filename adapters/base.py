@@ -84,8 +84,10 @@ class Target(abc.ABC):
         ``retry_another_broker_when_not_store_ok``."""
 
     @abc.abstractmethod
-    def transaction_producer(self, group: str,
-                             check: Callable[[str | None, int], LocalTransactionState | None]) -> object: ...
+    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None],
+                             topics: Sequence[str] = ()) -> object:
+        """A transactional producer answering checks with ``check``. ``topics`` are the topics it declares:
+        a 5.x proxy sends a half's checks only to a producer that declared the half's topic (TX-07)."""
 
     @abc.abstractmethod
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from history.events import Event
 from history.values import ListenerOutcome, LocalTransactionState
@@ -216,11 +216,11 @@ class DriverTarget(Target):
         self.call("producer", handle=handle, group=group, options=options)
         return DriverProducer(self, handle)
 
-    def transaction_producer(self, group: str,
-                             check: Callable[[str | None, int], LocalTransactionState | None]) -> "DriverProducer":
+    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None],
+                             topics: Sequence[str] = ()) -> "DriverProducer":
         handle = self._handle("tp")
         self.checks[handle] = check
-        self.call("transaction_producer", handle=handle, group=group)
+        self.call("transaction_producer", handle=handle, group=group, topics=list(topics))
         return DriverProducer(self, handle)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> "DriverConsumer":

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import grpc
 
@@ -306,12 +306,13 @@ class GrpcTarget(Target):
         self._start(producer)
         return GrpcProducer(self, producer)
 
-    def transaction_producer(self, group: str,
-                             check: Callable[[str | None, int], LocalTransactionState | None]) -> "GrpcTransactionProducer":
-        """A producer with a ``TransactionChecker`` that answers the proxy's checks with ``check(key, n)``."""
+    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None],
+                             topics: Sequence[str] = ()) -> "GrpcTransactionProducer":
+        """The SDK's producer with a checker, declaring ``topics`` (TX-07)."""
         self.require("transactions")
         handle = GrpcTransactionProducer(self, check)
-        producer = self.sdk.Producer(self._config, checker=handle.checker(), tls_enable=False)
+        producer = self.sdk.Producer(self._config, topics=[self.real(t) for t in topics] or None,
+                                     checker=handle.checker(), tls_enable=False)
         self._start(producer)
         handle.producer = producer
         return handle

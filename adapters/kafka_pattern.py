@@ -46,7 +46,7 @@ class KafkaPatternTarget(Target):
 
         return _Producer()
 
-    def transaction_producer(self, group, check):
+    def transaction_producer(self, group, check, topics=()):
         raise NotApplicable(_WHY)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: object):

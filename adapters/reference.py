@@ -1,7 +1,7 @@
 """The in-process reference target: the discrete-event model behind the ``Target`` interface."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from history.events import Event
 from history.profiles import (
@@ -60,9 +60,10 @@ class ReferenceTarget(Target):
     def producer(self, group: str = "P", **options: object):
         return self.sim.producer(group, **options)
 
-    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None]):
+    def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None],
+                             topics: Sequence[str] = ()):
         self.require("transactions")
-        return self.sim.transaction_producer(group, check)
+        return self.sim.transaction_producer(group, check, topics)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
                          broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,

@@ -13,7 +13,9 @@ import zlib
 from concurrent import futures
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as pb, service_pb2 as rpc, service_pb2_grpc
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as rpc
+from rocketmq.grpc_protocol import service_pb2_grpc
 
 OK = pb.Status(code=pb.OK, message="OK")
 

@@ -189,7 +189,8 @@ class ReferenceDriver:
             answer = self.ask({"ask": "check", "target": m["target"], "producer": m["handle"], "key": key, "n": n})
             return None if answer.get("state") is None else LocalTransactionState[answer["state"]]
 
-        self.handles[m["handle"]] = self._t(m).transaction_producer(m.get("group", "TP"), check)
+        self.handles[m["handle"]] = self._t(m).transaction_producer(m.get("group", "TP"), check,
+                                                                          m.get("topics", []))
 
     def cmd_push_consumer_4x(self, m: dict[str, Any]) -> None:
         self.handles[m["handle"]] = self._t(m).push_consumer_4x(m["group"], m["topic"], self._listener(m),

@@ -35,7 +35,7 @@ def test_delayed_message_arrives_after_its_level(make_target, profile, level):
     """A message with DELAY = level is delivered exactly min(level, 18)'s delay after the send."""
     target = make_target(profile)
     target.require("delay.level")
-    target.create_topic("T")
+    target.create_topic("T", message_type="DELAY")
     _consume_all(target)
     target.producer().send("T", b"x", key="d", delay_level=level)
     target.settle()
@@ -58,7 +58,7 @@ def test_delayed_message_arrives_after_its_level(make_target, profile, level):
 @pytest.mark.spec("DELAY-08")
 def test_timed_message_is_delivered_at_its_rounded_time(target):
     target.require("delay.timer")
-    target.create_topic("T")
+    target.create_topic("T", message_type="DELAY")
     _consume_all(target)
     target.advance(123)
     at = target.now_ms() + 60_500
@@ -74,7 +74,7 @@ def test_timed_message_is_delivered_at_its_rounded_time(target):
 @pytest.mark.spec("DELAY-08")
 def test_delivery_more_than_a_day_ahead_is_rejected(target):
     target.require("delay.timer")
-    target.create_topic("T")
+    target.create_topic("T", message_type="DELAY")
     margin = 1 + tolerance_for(target).absolute_ms  # a wall clock moves on before the proxy looks
     with pytest.raises(Exception) as rejected:
         target.producer().send("T", b"x", key="t", delivery_timestamp_ms=target.now_ms() + 86_400_000 + margin)

@@ -28,7 +28,7 @@ def test_message_group_routing(make_target, profile, groups, per_group):
     by the JVM cross-check of the hash functions (suites/test_primitives.py)."""
     target = make_target(profile)
     target.require("observe.queue_id")
-    target.create_topic("T", read_queues=8, write_queues=8)
+    target.create_topic("T", read_queues=8, write_queues=8, message_type="FIFO")
     producer = target.producer()
     for g in groups:
         for _ in range(per_group):
@@ -48,7 +48,7 @@ CATALOG_ROUTES = [("grpc-5.x", "order-1", 4, 3), ("grpc-5.x", "order-2", 16, 11)
 def test_catalog_group_routing_through_the_target(make_target, profile, group, queues, want):
     target = make_target(profile)
     target.require("observe.queue_id")
-    target.create_topic("T", read_queues=queues, write_queues=queues)
+    target.create_topic("T", read_queues=queues, write_queues=queues, message_type="FIFO")
     result = target.producer().send("T", b"x", key=group, message_group=group)
     require(result.queue_id == want, "FIFO-01" if profile == "grpc-5.x" else "FIFO-03",
             f"{group} on {queues} queues went to {result.queue_id}, the catalog says {want}")

@@ -5,7 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.outcomes import NotApplicable
 from history.values import ListenerOutcome
+from reference_impl.rules.codes import RocketMQError
+from spec import versions
 from suites.checks import require
 
 
@@ -58,3 +61,32 @@ def test_scale_down_write_first_loses_nothing(make_target, before, after, queues
     else:
         stranded = {msg for msg, qid in stored.items() if qid >= keep}
         require(lost == stranded, "TOPIC-03", f"read-first scale-down: lost {len(lost)}, stranded {len(stranded)}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("TOPIC-05")
+@pytest.mark.parametrize("topic_type, kind, accepted", [
+    (None, "NORMAL", True), (None, "FIFO", False), ("FIFO", "FIFO", True), ("FIFO", "NORMAL", False),
+    ("DELAY", "DELAY", True), ("NORMAL", "DELAY", False), ("MIXED", "FIFO", True), ("MIXED", "NORMAL", True)])
+def test_a_topic_takes_its_own_message_type(make_target, rmq_release, topic_type, kind, accepted):
+    """A topic without a type is NORMAL: it takes neither FIFO nor delayed messages; a typed topic takes
+    only its type; MIXED (5.1.4+) takes every type. The SDK refuses the others before sending (code -1)."""
+    if topic_type == "MIXED" and not versions.holds(rmq_release, since="5.1.4"):
+        raise NotApplicable(f"RocketMQ {rmq_release} has no MIXED topics")
+    target = make_target()
+    if topic_type is None:
+        target.create_topic("T")
+    else:
+        target.create_topic("T", message_type=topic_type)
+    extra = {"message_group": "g"} if kind == "FIFO" else (
+        {"delivery_timestamp_ms": target.now_ms() + 5_000} if kind == "DELAY" else {})
+    try:
+        target.producer().send("T", b"x", key="m", **extra)
+        refused = None
+    except RocketMQError as exc:
+        refused = exc
+    if accepted:
+        require(refused is None, "TOPIC-05", f"a {kind} message on a {topic_type or 'untyped'} topic: {refused}")
+    else:
+        require(refused is not None and refused.code in (-1, 40014), "TOPIC-05",
+                f"a {kind} message on a {topic_type or 'untyped'} topic was {refused or 'accepted'}")

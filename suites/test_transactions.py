@@ -21,9 +21,9 @@ def _consume_all(target, topic="T", group="G"):
 
 
 def _end_transaction(target, state):
-    target.create_topic("T")
+    target.create_topic("T", message_type="TRANSACTION")
     _consume_all(target)
-    target.transaction_producer("TP", check=lambda key, n: None).send_in_transaction("T", b"x", key="tx",
+    target.transaction_producer("TP", check=lambda key, n: None, topics=["T"]).send_in_transaction("T", b"x", key="tx",
                                                                                     local_state=state)
     target.settle()
 
@@ -60,10 +60,10 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
     """UNKNOW: checked once per interval (the release's transactionCheckInterval), at most 15 times, then
     discarded."""
     target = make_target(profile)
-    target.create_topic("T")
+    target.create_topic("T", message_type="TRANSACTION")
     _consume_all(target)
     check = lambda key, n: S.COMMIT_MESSAGE if n == commit_on_check else S.UNKNOW  # noqa: E731
-    target.transaction_producer("TP", check=check).send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
+    target.transaction_producer("TP", check=check, topics=["T"]).send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
     target.settle()
     events = target.events()
     checks = [e.ts_ms for e in events if e.kind == "TX_CHECK"]
@@ -102,11 +102,25 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
 def test_immunity_property_delays_the_first_check(target, rmq_spec, rmq_release):
     interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
     first_scan_after_immunity = (120_000 // interval + 1) * interval  # an age of exactly 120 s is not past it
-    target.create_topic("T")
-    producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE)
+    target.create_topic("T", message_type="TRANSACTION")
+    producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE, topics=["T"])
     producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW, immunity_seconds=120)
     target.settle()
     checks = [e.ts_ms for e in target.events() if e.kind == "TX_CHECK"]
     require(checks == [first_scan_after_immunity], "TX-03",
             f"checks at {checks}: with 120 s immunity and {interval} ms scans the first check is the scan at "
             f"{first_scan_after_immunity} ms")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("TX-07")
+def test_a_producer_that_declares_no_topic_is_never_checked(target, rmq_spec, rmq_release):
+    """The proxy registers a producer under the topics it declares; a half's checks go to a producer of the
+    half's topic. One that declared none is never asked, though its half waits for checks."""
+    target.create_topic("T", message_type="TRANSACTION")
+    asked = []
+    producer = target.transaction_producer("TP", check=lambda key, n: asked.append(n) or S.COMMIT_MESSAGE)
+    producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
+    interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
+    target.settle(3 * interval + TRANSACTION_TIMEOUT_MS)
+    require(asked == [], "TX-07", f"a producer that declared no topic was asked {len(asked)} times")

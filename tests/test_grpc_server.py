@@ -22,8 +22,9 @@ KNOWN_CODES = set(pb.Code.values())
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ReferenceServer(port=0, time_scale=0.01, config=ServeConfig(topics=[{"name": "T", "queues": 4}],
-                                                                      auto_create=False)).start()
+    srv = ReferenceServer(port=0, time_scale=0.01, config=ServeConfig(
+        topics=[{"name": "T", "queues": 4}, {"name": "TX", "queues": 2, "message_type": "TRANSACTION"}],
+        auto_create=False)).start()
     yield srv
     srv.stop()
 
@@ -134,12 +135,12 @@ def test_unknown_transaction_is_refused(stub):
 def test_unspecified_resolution_is_unknown_and_answered_ok(stub):
     """The proxy reads a resolution other than COMMIT / ROLLBACK as UNKNOWN: OK, the half waits for checks."""
     send = rpc.SendMessageRequest(messages=[pb.Message(
-        topic=pb.Resource(name="T"), body=b"x",
+        topic=pb.Resource(name="TX"), body=b"x",
         system_properties=pb.SystemProperties(message_id="tx-unspecified", message_type=pb.TRANSACTION,
                                               body_encoding=pb.IDENTITY))])
     entry = stub.SendMessage(send, timeout=5).entries[0]
     assert entry.status.code == 20000 and entry.transaction_id
-    end = rpc.EndTransactionRequest(topic=pb.Resource(name="T"), message_id="tx-unspecified",
+    end = rpc.EndTransactionRequest(topic=pb.Resource(name="TX"), message_id="tx-unspecified",
                                     transaction_id=entry.transaction_id)
     assert stub.EndTransaction(end, timeout=5).status.code == 20000
     end.resolution = pb.COMMIT
@@ -151,7 +152,25 @@ def test_route_carries_what_the_sdk_needs(stub, server):
     assert route.status.code == 20000 and len(route.message_queues) == 4
     q = route.message_queues[0]
     assert q.permission == pb.READ_WRITE and q.broker.id == 0
-    assert q.broker.endpoints.addresses[0].port == server.port and pb.NORMAL in q.accept_message_types
+    assert q.broker.endpoints.addresses[0].port == server.port
+
+
+@pytest.mark.spec("TOPIC-05")
+def test_a_topic_takes_its_own_message_type_only(stub):
+    """An untyped topic is NORMAL: its route accepts NORMAL only and the proxy refuses a FIFO or transactional
+    message on it, and a NORMAL one on a TRANSACTION topic, with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE."""
+    route = stub.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name="T")), timeout=5)
+    assert {tuple(q.accept_message_types) for q in route.message_queues} == {(pb.NORMAL,)}
+    tx_route = stub.QueryRoute(rpc.QueryRouteRequest(topic=pb.Resource(name="TX")), timeout=5)
+    assert {tuple(q.accept_message_types) for q in tx_route.message_queues} == {(pb.TRANSACTION,)}
+    for topic, message_id, kind, group in (("T", "fifo-on-normal", pb.FIFO, "g"), ("T", "tx-on-normal", pb.TRANSACTION, None),
+                                           ("TX", "normal-on-tx", pb.NORMAL, None)):
+        sp = pb.SystemProperties(message_id=message_id, message_type=kind, body_encoding=pb.IDENTITY)
+        if group:
+            sp.message_group = group
+        send = rpc.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=topic), body=b"x", system_properties=sp)])
+        entry = stub.SendMessage(send, timeout=5).entries[0]
+        assert entry.status.code == 40014 and "TopicMessageType validate failed" in entry.status.message, entry
 
 
 # ---- fuzzing at the gRPC layer ----------------------------------------------------------------

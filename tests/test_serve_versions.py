@@ -15,17 +15,18 @@ from spec.loader import default_spec
 
 
 def test_the_spec_lists_where_5_0_0_and_the_latest_release_differ() -> None:
-    assert default_spec().differences("5.0.0", versions.LATEST) == ["FILTER-05", "FILTER-06", "LIMIT-02", "TX-03"]
+    assert default_spec().differences("5.0.0", versions.LATEST) == ["FILTER-05", "FILTER-06", "LIMIT-02", "TOPIC-05",
+                                                                    "TX-03"]
     assert default_spec().differences("5.1.4", versions.LATEST) == []
 
 
-@pytest.mark.spec("LIMIT-02", "TX-03")
+@pytest.mark.spec("LIMIT-02", "TX-03", "TOPIC-05", "TX-07")
 @pytest.mark.parametrize("release", ["5.0.0", versions.LATEST])
 def test_serve_as_a_release_passes_the_suites_held_to_it(tmp_path, release: str) -> None:
     process, address = start_serve(0.001, "--version", release)
     try:
         run = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", f"grpc://{address}",
-                              "--out", str(tmp_path / "run"), "-k", "transaction or bad_group_names"], cwd=ROOT,
+                              "--out", str(tmp_path / "run"), "-k", "transaction or bad_group_names or a_topic_takes_its_own or declares_no_topic"], cwd=ROOT,
                              capture_output=True, text=True, timeout=600,
                              env={**os.environ, "PYTHONPATH": str(ROOT), "RMQC_REALTIME_EXAMPLES": "2"})
     finally:
@@ -34,4 +35,4 @@ def test_serve_as_a_release_passes_the_suites_held_to_it(tmp_path, release: str)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert summary["release"] == release  # read from the server, not given on the command line
     verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    assert verdicts["LIMIT-02"] == verdicts["TX-03"] == "pass", verdicts
+    assert verdicts["LIMIT-02"] == verdicts["TX-03"] == verdicts["TOPIC-05"] == verdicts["TX-07"] == "pass", verdicts

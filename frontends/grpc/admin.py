@@ -11,13 +11,14 @@ from typing import Any, Callable
 
 import grpc
 
-from reference_impl.rules import codes
+from reference_impl.rules import codes, topic_types
 
 from ..model_service import RealTimeModel
 
 SERVICE = "rmqc.Admin"
 METHODS = ("Info", "CreateTopic", "ConfigureGroup")
-MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
+MESSAGE_TYPES = topic_types.TYPES + ("MIXED",)
+"""Every type a topic can be given in some covered release (MIXED from 5.1.4; TOPIC-05)."""
 
 
 def encode(value: Any) -> bytes:
@@ -42,9 +43,11 @@ class AdminService:
     def CreateTopic(self, request: dict, context: grpc.ServicerContext) -> dict:
         name = str(request.get("name", ""))
         message_type = str(request.get("message_type", "NORMAL"))
-        if not name or message_type not in MESSAGE_TYPES:
-            return {"code": codes.BAD_REQUEST, "message": f"need a name and a message_type in {MESSAGE_TYPES}"}
         with self.model.locked() as sim:
+            known = topic_types.topic_types(sim.release)[1:]
+            if not name or message_type not in known:
+                return {"code": codes.BAD_REQUEST,
+                        "message": f"need a name and a message_type in {known} (RocketMQ {sim.release})"}
             sim.broker.create_topic(name, int(request.get("read_queues", 4)), int(request.get("write_queues", 4)),
                                     int(request.get("perm", 6)), message_type)
         return {"code": codes.OK}

@@ -10,7 +10,7 @@ from typing import Mapping
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from reference_impl.model.broker import InFlight, Message, TopicConfig
-from reference_impl.rules import retry5x
+from reference_impl.rules import retry5x, topic_types
 
 SYSTEM_PROPERTY_KEYS = ("UNIQ_KEY", "KEYS", "TAGS", "__SHARDINGKEY", "TIMER_DELIVER_MS", "TIMER_OUT_MS",
                         "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "DELAY", "TRAN_MSG", "PGROUP",
@@ -18,7 +18,6 @@ SYSTEM_PROPERTY_KEYS = ("UNIQ_KEY", "KEYS", "TAGS", "__SHARDINGKEY", "TIMER_DELI
 """Properties the model keeps that travel in ``SystemProperties`` (or not at all), not as user properties."""
 
 MESSAGE_TYPE_NAMES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION}
-MIXED = (pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION)
 
 
 def status(code: int, message: str = "OK") -> pb.Status:
@@ -42,13 +41,14 @@ def endpoints(host: str, port: int) -> pb.Endpoints:
     return ends
 
 
-def accept_types(config: TopicConfig) -> tuple[int, ...]:
-    """A topic with no message type accepts every type (5.x MIXED); a typed topic accepts its own."""
-    return (MESSAGE_TYPE_NAMES[config.message_type],) if config.message_type in MESSAGE_TYPE_NAMES and \
-        config.message_type != "NORMAL" else MIXED
+def accept_types(config: TopicConfig, release: str) -> list[int]:
+    """The route's accepted message types of a topic's queues (TOPIC-05)."""
+    return [MESSAGE_TYPE_NAMES.get(name, pb.MESSAGE_TYPE_UNSPECIFIED)
+            for name in topic_types.route_accept_types(config.message_type, release)]
 
 
-def route_queues(config: TopicConfig, host: str, port: int, namespace: str = "") -> list[pb.MessageQueue]:
+def route_queues(config: TopicConfig, host: str, port: int, release: str,
+                 namespace: str = "") -> list[pb.MessageQueue]:
     """One ``MessageQueue`` per queue of the topic on each broker, master broker id 0, READ_WRITE."""
     out = []
     for broker in config.broker_names():
@@ -58,7 +58,7 @@ def route_queues(config: TopicConfig, host: str, port: int, namespace: str = "")
             queue = pb.MessageQueue(topic=pb.Resource(name=config.name, resource_namespace=namespace),
                                     id=qid, permission=permission,
                                     broker=pb.Broker(name=broker, id=0, endpoints=endpoints(host, port)))
-            queue.accept_message_types.extend(accept_types(config))
+            queue.accept_message_types.extend(accept_types(config, release))
             out.append(queue)
     return out
 

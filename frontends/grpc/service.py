@@ -19,7 +19,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as rpc
 from rocketmq.grpc_protocol import service_pb2_grpc
 
-from reference_impl.rules import codes, retry5x, validation
+from reference_impl.rules import codes, retry5x, topic_types, validation
 from reference_impl.rules import delay as delay_rules
 from reference_impl.rules import fifo as fifo_rules
 from reference_impl.rules import filter as filter_rules
@@ -60,6 +60,7 @@ class ClientStream:
 
     client_id: str
     client_type: int
+    topics: frozenset[str] = frozenset()  # the topics a producer declared in its settings (TX-07)
     outbox: "queue.Queue[rpc.TelemetryCommand | None]" = field(default_factory=queue.Queue)  # type: ignore[name-defined]
 
 
@@ -135,7 +136,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryRoute(self, request, context):
         with self.model.locked():
             config = self._topic(request.topic.name)
-            queues = route_queues(config, self.options.host, self.options.port, request.topic.resource_namespace)
+            queues = route_queues(config, self.options.host, self.options.port, self.model.sim.release,
+                                  request.topic.resource_namespace)
         return rpc.QueryRouteResponse(status=status(codes.OK), message_queues=queues)
 
     @_guard(rpc.HeartbeatResponse)
@@ -148,7 +150,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             self._group(request.group.name)
             config = self._topic(request.topic.name)
             response = rpc.QueryAssignmentResponse(status=status(codes.OK))
-            for broker_queue in route_queues(config, self.options.host, self.options.port,
+            for broker_queue in route_queues(config, self.options.host, self.options.port, self.model.sim.release,
                                              request.topic.resource_namespace)[:1]:
                 broker_queue.id = -1  # the proxy assigns a whole broker: pop picks the queue
                 response.assignments.add(message_queue=broker_queue)
@@ -169,6 +171,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                         stream.client_type = command.settings.client_type
                         stream.outbox.put(self._settings_answer(command.settings))
                         if command.settings.HasField("publishing"):
+                            stream.topics = frozenset(t.name for t in command.settings.publishing.topics)
                             with self._streams_lock:
                                 self.streams[stream.client_id] = stream
             except grpc.RpcError:  # the client went away
@@ -260,14 +263,19 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             props["__SHARDINGKEY"] = group
         if deliver_ms is not None:
             props["TIMER_DELIVER_MS"] = str(deliver_ms)
+        if sp.message_type == pb.TRANSACTION:
+            props["TRAN_MSG"] = "true"
+        release = self.model.sim.release
+        topic_types.proxy_check(topic, config.message_type, topic_types.message_type_of(props, release), release)
         queues = config.write_queues
         qid = fifo_rules.proxy_queue_for_group(group, queues) if group else next(self._round_robin) % queues
         born = ms_of(sp.born_timestamp) - self.wall.epoch_ms if sp.HasField("born_timestamp") else now
         if sp.message_type == pb.TRANSACTION:
-            half = self.broker.put_half(topic, qid, message.body, props, sp.message_id, client)
+            # the proxy puts the topic where the producer group goes: checks find producers by topic (TX-07)
+            half = self.broker.put_half(topic, qid, message.body, props, sp.message_id, topic)
             tx_id = f"tx-{next(self._tx_ids)}"
             self.transactions[tx_id] = half
-            self.broker.tx_checkers[client] = self._check_by_telemetry
+            self.broker.tx_checkers[topic] = self._check_by_telemetry
             return rpc.SendResultEntry(status=status(codes.OK), message_id=sp.message_id, transaction_id=tx_id,
                                        offset=half.message.queue_offset)
         put = self.broker.put(topic, qid, message.body, props, sp.message_id, born_ms=born)
@@ -283,12 +291,15 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     # ---- transactions (TX-01, TX-02, TX-03, TX-04, TX-05) ----
 
     def _check_by_telemetry(self, message, check_times: int) -> None:
-        """A transaction check goes to the Telemetry stream of the producer that sent the half (any
-        producer's when that one is gone); its answer comes back as ``EndTransaction`` (TX-03)."""
+        """A transaction check goes to the Telemetry stream of a producer that declared the half's topic (the
+        producer group the proxy registered it under); with none the broker has no channel and nobody is
+        asked. The answer comes back as ``EndTransaction`` (TX-03, TX-07)."""
         tx_id = next((t for t, h in self.transactions.items() if h.message is message), "")  # type: ignore[attr-defined]
         with self._streams_lock:
-            stream = self.streams.get(message.properties.get("PGROUP", "")) or next(iter(self.streams.values()), None)
+            stream = next((s for s in self.streams.values() if message.properties.get("PGROUP") in s.topics), None)
         if stream is None:
+            log.info("transaction check of %s: no producer declared topic %s (channel is null)",
+                     message.msg_id, message.properties.get("PGROUP"))
             return None
         command = rpc.TelemetryCommand()
         command.recover_orphaned_transaction_command.transaction_id = tx_id

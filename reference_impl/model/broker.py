@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..rules import codes, retry4x, retry5x
+from ..rules import codes, retry4x, retry5x, topic_types
 from ..rules import delay as delay_rules
 from ..rules import fifo as fifo_rules
 from ..rules import filter as filter_rules
@@ -196,6 +196,9 @@ class Broker:
 
     def create_topic(self, name: str, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
                      message_type: str = "NORMAL", brokers: int = 1) -> TopicConfig:
+        """``message_type`` is the topic's ``message.type`` attribute; a name the release does not have is
+        refused as ``TopicMessageType.valueOf`` refuses it (TOPIC-05)."""
+        topic_types.topic_message_type(message_type, self.sim.release)
         config = TopicConfig(name, read_queues, write_queues, perm, message_type, brokers)
         self.topics[name] = config
         return config

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from history.views import SendResult
 
-from ..rules import codes, storage, validation
+from ..rules import codes, storage, topic_types, validation
 from ..rules import delay as delay_rules
 from ..rules import fifo as fifo_rules
 from ..rules import queue_selection as qsel
@@ -81,6 +81,16 @@ class Producer:
                 delivery_timestamp_ms, self.sim.clock.now_ms):
             raise RocketMQError(codes.ILLEGAL_DELIVERY_TIME, "delivery timestamp is more than a day ahead")
 
+    def _check_message_type(self, config: "TopicConfig", props: Mapping[str, str]) -> None:
+        """5.x: the SDK against the route's accepted types, then the proxy's validator (TOPIC-05)."""
+        if not self.grpc:
+            return
+        release = self.sim.release
+        message_type = topic_types.message_type_of(props, release)
+        topic_types.sdk_check(config.name, message_type, topic_types.route_accept_types(config.message_type, release),
+                              self.sdk)
+        topic_types.proxy_check(config.name, config.message_type, message_type, release)
+
     def _topic(self, topic: str) -> "TopicConfig":
         broker = self.sim.broker
         if topic in broker.topics:
@@ -148,13 +158,14 @@ class Producer:
         common = dict(topic=topic, client_id=self.client_id, msg_id=msg_id, key=key, message_group=message_group,
                       producer_seq=seq, delay_level=delay_level or None)
         sim.emit("SEND_INVOKE", **common, detail={"mode": mode, "sdk": self.sdk if self.grpc else "remoting"})
+        props = self._properties(msg_id, key, tags, message_group, delay_level, delivery_timestamp_ms, properties)
         try:
             self._validate(topic, body, tags, key, message_group, properties, delivery_timestamp_ms)
             config = self._topic(topic)
+            self._check_message_type(config, props)
         except RocketMQError as exc:
             sim.emit("SEND_FAIL", **common, detail={"code": exc.code, "remark": exc.message})
             raise
-        props = self._properties(msg_id, key, tags, message_group, delay_level, delivery_timestamp_ms, properties)
         queues = self.publish_queues(config)
         if not queues:
             error = RocketMQError(codes.C_NOT_FOUND_TOPIC_EXCEPTION, f"No route info of this topic: {topic}")
@@ -246,26 +257,35 @@ class TransactionProducer(Producer):
     """Half message, local transaction, end transaction, answers to checks (TX-01, TX-02, TX-03, TX-04)."""
 
     def __init__(self, sim: "Simulation", group: str, client_id: str, grpc: bool,
-                 check: TransactionCheck | None = None) -> None:
+                 check: TransactionCheck | None = None, topics: Sequence[str] = ()) -> None:
         super().__init__(sim, group, client_id, grpc)
         self._keys: dict[str, str | None] = {}
         if check is not None:
-            sim.broker.tx_checkers[group] = lambda message, n: check(self._keys.get(message.msg_id), n)
+            answer = lambda message, n: check(self._keys.get(message.msg_id), n)  # noqa: E731
+            # 4.x: checks go to the producer group; 5.x: the proxy sends them to a producer that declared the
+            # half's topic, the topic standing for the producer group (TX-07)
+            for checked_as in (topics if grpc else (group,)):
+                sim.broker.tx_checkers[checked_as] = answer
+
+    def _producer_group(self, topic: str) -> str:
+        """The half's PGROUP: the producer group in 4.x, the topic through a 5.x proxy (TX-07)."""
+        return topic if self.grpc else self.group
 
     def send_in_transaction(self, topic: str, body: bytes = b"", *, key: str | None = None,
                             local_state: tx_rules.LocalTransactionState | None = None,
                             immunity_seconds: int | None = None) -> "HalfMessage":
         sim = self.sim
-        config = self._topic(topic) if topic in sim.broker.topics or not self.grpc else sim.broker.create_topic(topic)
+        config = self._topic(topic)
         msg_id = sim.new_msg_id()
         self._keys[msg_id] = key
         queue_id = next(self._round_robin) % config.write_queues
         props = self._properties(msg_id, key, None, None, 0, None, None)
-        half = sim.broker.put_half(topic, queue_id, body, props, msg_id, self.group, immunity_seconds)
+        self._check_message_type(config, {**props, "TRAN_MSG": "true"})
+        half = sim.broker.put_half(topic, queue_id, body, props, msg_id, self._producer_group(topic), immunity_seconds)
         sim.emit_tx("TX_HALF", half, {"real_topic": topic, "stored_topic": half.message.topic})
         state = tx_rules.local_state_after_send("SEND_OK", local_state)
         if state is not tx_rules.LocalTransactionState.UNKNOW:
-            sim.broker.end_transaction(half, state, self.group)
+            sim.broker.end_transaction(half, state, self._producer_group(topic))
             sim.emit_tx("TX_END", half, {"state": state.value, "source": "CLIENT"})
         return half
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from history.events import EventRecorder
 from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
@@ -88,8 +88,10 @@ class Simulation:
         grpc = self.profile == GRPC_5X if grpc is None else grpc
         return Producer(self, group, self.new_client_id("producer"), grpc, **options)  # type: ignore[arg-type]
 
-    def transaction_producer(self, group: str = "TP", check: TransactionCheck | None = None) -> TransactionProducer:
-        return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == GRPC_5X, check)
+    def transaction_producer(self, group: str = "TP", check: TransactionCheck | None = None,
+                             topics: Sequence[str] = ()) -> TransactionProducer:
+        return TransactionProducer(self, group, self.new_client_id("tx-producer"), self.profile == GRPC_5X, check,
+                                   topics)
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: object) -> PushConsumer4x:
         validation.check_group(group, "4.9.8")  # LIMIT-02
