@@ -135,6 +135,9 @@ class RunSummary:
                  f"({', '.join(self.profiles)}), {self.elapsed_s} s" + (
                      f"; wall clock at time scale {self.timing['time_scale']:g}, timing tolerance "
                      f"{self.timing['tolerance_absolute_ms']} ms + {self.timing['tolerance_relative']:.0%}"
+                     + (f", 5.x redeliveries {self.timing['redelivery_late_ms'][0]}-"
+                        f"{self.timing['redelivery_late_ms'][1]} ms late (RETRY-5X-11)"
+                        if self.timing.get("redelivery_late_ms") else "")
                      if wall else ""),
                  f"{'area':<12} {'pass':>5} {'fail':>5} {'incon':>6} {'n/a':>5} {'untested':>9}"]
         for area, c in self.areas.items():

@@ -62,6 +62,11 @@ class Behaviour:
         """The variant a release follows, if one covers it."""
         return next((v for v in self.variants if versions.holds(version, v.get("since"), v.get("until"))), None)
 
+    def defaults_at(self, version: str) -> dict[str, Any]:
+        """The behaviour's defaults with those of the variant the release follows laid over them."""
+        variant = self.variant_at(version) or {}
+        return {**self.defaults, **variant.get("defaults", {})}
+
     def divergences_at(self, version: str) -> tuple[Mapping[str, Any], ...]:
         return tuple(d for d in self.divergences if versions.holds(version, d.get("since"), d.get("until")))
 

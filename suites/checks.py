@@ -39,10 +39,12 @@ def check_life(key: str, observed: Life, expected: Expected, tolerance: Toleranc
             f"key {key}: {observed.deliveries} deliveries, the spec says {expected.deliveries}")
     band = []
     for i, (seen, want) in enumerate(zip(observed.waits_ms, expected.waits_ms), start=2):
-        off = abs(seen - want)
+        off = tolerance.off(seen, want)
         if off > 2 * tolerance.allowed(want):
+            late = f", {tolerance.late_min_ms}-{tolerance.late_max_ms} ms late by RETRY-5X-11" \
+                if tolerance.late_max_ms else ""
             raise SpecViolation(timing_id, f"key {key}: delivery {i} came {seen} ms after the previous one, "
-                                           f"the spec says {want} ms (tolerance {tolerance.allowed(want):.0f} ms)")
+                                           f"the spec says {want} ms{late} (tolerance {tolerance.allowed(want):.0f} ms)")
         if off > tolerance.allowed(want):
             band.append(i)
     require(observed.final == expected.final, final_id,
@@ -77,7 +79,7 @@ def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Ora
         if "waits_ms" in line:
             want = list(line["waits_ms"])
             close = len(life.waits_ms) == len(want) and all(
-                abs(a - b) <= tolerance.allowed(b) for a, b in zip(life.waits_ms, want))
+                tolerance.accepts(a, b) for a, b in zip(life.waits_ms, want))
             require(close, sid, f"{scenario.id}: key {line['key']}: waits {list(life.waits_ms)}, scenario expects {want}")
         if "final" in line:
             require(life.final == line["final"], sid,
@@ -96,5 +98,5 @@ def check_differential(observed: Mapping[str, Life], predicted: Mapping[str, Lif
                 f"key {key}: observed {seen.deliveries} deliveries ending {seen.final}; reference predicts "
                 f"{want.deliveries} ending {want.final}")
         for i, (a, b) in enumerate(zip(seen.waits_ms, want.waits_ms), start=2):
-            require(abs(a - b) <= 2 * tolerance.allowed(b), sid,
+            require(abs(a - b) <= 2 * tolerance.allowed(b) + tolerance.spread_ms, sid,
                     f"key {key}: wait before delivery {i} is {a} ms; reference predicts {b} ms")

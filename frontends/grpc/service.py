@@ -272,7 +272,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         born = ms_of(sp.born_timestamp) - self.wall.epoch_ms if sp.HasField("born_timestamp") else now
         if sp.message_type == pb.TRANSACTION:
             # the proxy puts the topic where the producer group goes: checks find producers by topic (TX-07)
-            half = self.broker.put_half(topic, qid, message.body, props, sp.message_id, topic)
+            half = self.broker.put_half(topic, qid, message.body, props, sp.message_id,
+                                        tx_rules.half_producer_group(topic, client, through_proxy=True))
             tx_id = f"tx-{next(self._tx_ids)}"
             self.transactions[tx_id] = half
             self.broker.tx_checkers[topic] = self._check_by_telemetry
@@ -358,13 +359,24 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             deadline = sim.clock.now_ms + poll
             wall_deadline = self.model.wall_seconds(poll)
             give_up = time.monotonic() + min(MAX_LONG_POLL_WALL_S, wall_deadline)
+            # before 5.2.0 a revived message does not wake the poll: only a new message on the topic, or
+            # the poll's end, makes the proxy pop again (RETRY-5X-11)
+            retry_wakes = retry5x.retry_arrival_wakes_long_poll(sim.release)
+
+            def over() -> bool:
+                return sim.clock.now_ms >= deadline or time.monotonic() >= give_up or not context.is_active()
+
             while True:
                 flights = self.broker.pop(group, config.name, invisible, min(request.batch_size, MAX_BATCH),
                                           request.attempt_id or f"{client}-{sim.clock.now_ms}", fifo=fifo,
                                           auto_renew=request.auto_renew, tags=tags)
-                if flights or sim.clock.now_ms >= deadline or time.monotonic() >= give_up or not context.is_active():
+                if flights or over():
                     break
-                self.model.wait(deadline, give_up - time.monotonic())
+                stored = self.broker.stored_count(config.name)
+                while True:
+                    self.model.wait(deadline, give_up - time.monotonic())
+                    if retry_wakes or over() or self.broker.stored_count(config.name) != stored:
+                        break
             out = [message_of(f, self.wall, request.message_queue.topic.resource_namespace) for f in flights]
             for flight in flights:
                 m = flight.message

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -188,6 +188,7 @@ class Broker:
         self.halves: list[HalfMessage] = []
         self.tx_check_interval_ms = tx_check_interval_ms
         self.tx_checkers: dict[str, Callable[[Message, int], tx_rules.LocalTransactionState | None]] = {}
+        self.reviving: Counter[str] = Counter()  # expired checkpoints not yet revived, by group (RETRY-5X-11)
         self._tx_scan_scheduled = False
         self.create_topic(delay_rules.SCHEDULE_TOPIC, delay_rules.SCHEDULE_TOPIC_QUEUE_NUM,
                           delay_rules.SCHEDULE_TOPIC_QUEUE_NUM)
@@ -397,6 +398,13 @@ class Broker:
             self.sim.clock.call_at(flight.visible_at, lambda r=receipt, v=flight.visible_at: self._expire(r, v))
             return
         del self.in_flight[receipt]
+        self.reviving[flight.group] += 1
+        self.sim.clock.call_at(retry5x.revive_at_ms(visible_at), lambda f=flight: self._revive(f))
+
+    def _revive(self, flight: InFlight) -> None:
+        """The revive service writes the expired checkpoint's message to the pop retry topic, 2 s after it
+        expired at the earliest (RETRY-5X-10, RETRY-5X-11)."""
+        self.reviving[flight.group] -= 1
         message = flight.message
         retry = retry4x.pop_retry_topic_v1(flight.group, flight.origin_topic)
         self.ensure_topic(retry, 1)
@@ -406,6 +414,15 @@ class Broker:
         self._append(retry, 0, message.body, props, message.msg_id,
                      retry5x.revive_reconsume_times(message.reconsume_times), message.born_ms)
         self._notify(retry)
+
+    def stored_count(self, topic: str) -> int:
+        """How many messages the topic's queues hold."""
+        config = self.topics.get(topic)
+        return 0 if config is None else sum(len(self.queues.get((topic, q), ())) for q in config.read_queue_ids())
+
+    def awaiting_redelivery(self, group: str) -> bool:
+        """Whether a message of the group is in flight or being revived: a retry may still arrive."""
+        return self.reviving[group] > 0 or any(f.group == group and not f.fifo for f in self.in_flight.values())
 
     def ack(self, receipt: str) -> int:
         """Ack a receipt handle (RETRY-5X-09): the proxy refuses only an expired handle

@@ -80,9 +80,11 @@ class PushConsumer5x:
 
     def start(self) -> None:
         self.running = True
+        self._polls = itertools.count(1)
+        self._poll = 0
         self.sim.broker.on_arrival(self.topic, self.pump)
-        retry = retry4x.pop_retry_topic_v1(self.group, self.topic)
-        self.sim.broker.on_arrival(retry, self.pump)
+        if retry5x.retry_arrival_wakes_long_poll(self.sim.release):  # RETRY-5X-11
+            self.sim.broker.on_arrival(retry4x.pop_retry_topic_v1(self.group, self.topic), self.pump)
         self.sim.clock.call_later(0, self.pump)
 
     def shutdown(self) -> None:
@@ -97,6 +99,7 @@ class PushConsumer5x:
                                           retry5x.RECEIVE_BATCH_SIZE, f"{self.client_id}-{next(self._attempt_ids)}",
                                           fifo=self.fifo, auto_renew=True, tags=self.tags)
             if not flights:
+                self._long_poll()
                 return
             if self.fifo:
                 by_queue: dict[tuple[str, int], list[InFlight]] = defaultdict(list)
@@ -107,6 +110,19 @@ class PushConsumer5x:
                 return
             for flight in flights:
                 self._consume_standard(flight)
+
+    def _long_poll(self) -> None:
+        """Wait in a long-poll receive. Before 5.2.0 a revived message does not wake it: the consumer sees
+        the message when the poll times out (or a new message wakes it), so the model ends the poll
+        after the proxy's long-polling time while a redelivery of the group is pending (RETRY-5X-11)."""
+        self._poll = next(self._polls)
+        if retry5x.retry_arrival_wakes_long_poll(self.sim.release) or not self.sim.broker.awaiting_redelivery(self.group):
+            return
+        self.sim.clock.call_later(retry5x.PROXY_LONG_POLLING_MS_5_0, lambda poll=self._poll: self._poll_timeout(poll))
+
+    def _poll_timeout(self, poll: int) -> None:
+        if poll == self._poll:
+            self.pump()
 
     def _run_listener(self, view: MessageView) -> ListenerOutcome:
         self.sim.emit_deliver(self.group, self.client_id, view)

@@ -264,12 +264,12 @@ class TransactionProducer(Producer):
             answer = lambda message, n: check(self._keys.get(message.msg_id), n)  # noqa: E731
             # 4.x: checks go to the producer group; 5.x: the proxy sends them to a producer that declared the
             # half's topic, the topic standing for the producer group (TX-07)
-            for checked_as in (topics if grpc else (group,)):
+            for checked_as in tx_rules.checked_under(topics, group, grpc):
                 sim.broker.tx_checkers[checked_as] = answer
 
     def _producer_group(self, topic: str) -> str:
         """The half's PGROUP: the producer group in 4.x, the topic through a 5.x proxy (TX-07)."""
-        return topic if self.grpc else self.group
+        return tx_rules.half_producer_group(topic, self.group, self.grpc)
 
     def send_in_transaction(self, topic: str, body: bytes = b"", *, key: str | None = None,
                             local_state: tx_rules.LocalTransactionState | None = None,

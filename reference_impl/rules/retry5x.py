@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
+from spec import versions
+
 from . import codes
 
 Sdk = Literal["java", "python"]
@@ -297,6 +299,26 @@ def long_polling_ms(requested_ms: int | None, remaining_ms: int, request_timeout
         raise ValueError(codes.ILLEGAL_POLLING_TIME)
     value = requested_ms if requested_ms is not None else remaining_ms - request_timeout_ms // 2
     return min(max(5000, min(20_000, value)), remaining_ms)
+
+
+REVIVE_LAG_MS = 2_000
+"""``PopReviveService.mergeAndRevive`` revives a checkpoint only once the scan's end time is more than
+``PopAckConstants.ackTimeInterval`` (1 s) + 1 s past its revive time (RETRY-5X-11)."""
+RETRY_WAKES_LONG_POLL_SINCE = "5.2.0"
+PROXY_LONG_POLLING_MS_5_0 = 30_000
+"""``ProxyConfig.grpcClientConsumerLongPollingTimeoutMillis`` (RETRY-5X-11)."""
+
+
+def revive_at_ms(visible_at_ms: int) -> int:
+    """The earliest time an expired checkpoint's message is in the retry topic (RETRY-5X-11)."""
+    return visible_at_ms + REVIVE_LAG_MS
+
+
+def retry_arrival_wakes_long_poll(release: str) -> bool:
+    """Whether a revived message wakes a waiting long-poll receive: only from 5.2.0
+    (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``); before, it waits for the poll to end
+    (RETRY-5X-11)."""
+    return versions.holds(release, since=RETRY_WAKES_LONG_POLL_SINCE)
 
 
 def revive_reconsume_times(reconsume_times: int) -> int:

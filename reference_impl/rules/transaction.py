@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from history.values import LocalTransactionState
 from spec import versions
@@ -110,3 +110,15 @@ def op_message(half_queue_id: int, half_queue_offset: int) -> tuple[str, int, st
 def validate_recovery_seconds(seconds: int) -> int:
     """Proxy: orphaned_transaction_recovery_duration above 3600 s is BAD_REQUEST (TX-06)."""
     return codes.BAD_REQUEST if seconds > MAX_TRANSACTION_RECOVERY_SECOND else codes.OK
+
+
+def half_producer_group(topic: str, producer_group: str, through_proxy: bool) -> str:
+    """The PGROUP a half message carries: the producer's group over remoting; the topic through a 5.x
+    proxy, which registers producers under the topics they declare (TX-07)."""
+    return topic if through_proxy else producer_group
+
+
+def checked_under(declared_topics: Iterable[str], producer_group: str, through_proxy: bool) -> tuple[str, ...]:
+    """The producer groups whose halves a producer is asked to check: its group over remoting, the topics it
+    declared through a 5.x proxy (none declared, never asked) (TX-07)."""
+    return tuple(declared_topics) if through_proxy else (producer_group,)

@@ -38,12 +38,16 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
         if profile not in state.profiles:
             raise NotApplicable(f"target {state.target.text} runs {', '.join(state.profiles)}, not {profile}")
         target = state.target.build(profile, run_id=state.run_id, seed=seed, release=state.release)
+        target.release = state.release  # the release the run holds it to, whatever it is
         created.append(target)
         state.version = state.version or target.version
         if not state.timing:
             tolerance = tolerance_for(target)
+            late_min, late_max = tolerance_for(target, redelivery=True).late_min_ms, \
+                tolerance_for(target, redelivery=True).late_max_ms
             state.timing = {"time_scale": target.time_scale, "tolerance_absolute_ms": tolerance.absolute_ms,
                             "tolerance_relative": tolerance.relative,
+                            "redelivery_late_ms": [late_min, late_max],
                             "clock": "virtual" if "clock.virtual" in target.capabilities else "wall"}
         return target
 
