@@ -1,5 +1,5 @@
 """What each profile says about delivery timing, read from the spec's own data (RETRY-CONC-06/-07,
-RETRY-5X-01/-06/-07, DELAY-01). Shared by the bulk generator and the checks."""
+RETRY-5X-01/-06/-07/-11, DELAY-01). Shared by the bulk generator and the checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ class ProfileTiming:
     waits_ms: tuple[int, ...]        # wait before delivery k + 1, index k - 1
     dlq_after_last_ms: int           # from the last failed delivery to the DLQ (standard consumers)
     delay_levels_ms: tuple[int, ...]
+    revive_lag_ms: int = 0           # 5.x standard consumers: each redelivery comes this much later (RETRY-5X-11)
 
     def wait_before(self, attempt: int) -> int | None:
         """The documented wait before ``attempt`` (2..max_deliveries), else None."""
@@ -44,5 +45,7 @@ def timing(profile: str) -> ProfileTiming:
         d = spec.get("RETRY-5X-01").defaults
         durations = _durations(d["customizedNext"])
         attempts = int(d["max_attempts"])
-        return ProfileTiming(profile, attempts, tuple(durations[: attempts - 1]), durations[attempts - 1], tuple(levels))
+        lag = int(spec.get("RETRY-5X-11").defaults["reviveLagMs"])
+        return ProfileTiming(profile, attempts, tuple(durations[: attempts - 1]), durations[attempts - 1] + lag,
+                             tuple(levels), lag)
     raise ValueError(f"no timing for profile {profile!r}; known: {', '.join(BROKER_PROFILES)}")

@@ -121,9 +121,10 @@ class FifoQueues:
 
 
 def _lives(cols: Columns, t_first: np.ndarray, failures: np.ndarray, msg: np.ndarray, topic: str, group: str,
-           t: ProfileTiming, dlq_extra_ms: int, queue: np.ndarray) -> np.ndarray:
-    """Expand deliveries, consume results, APPLY and DLQ for one group; returns completion times."""
-    cum = np.concatenate([[0], np.cumsum(t.waits_ms)]).astype(np.int64)       # time of attempt k+1 from the first
+           t: ProfileTiming, dlq_extra_ms: int, queue: np.ndarray, lag_ms: int = 0) -> np.ndarray:
+    """Expand deliveries, consume results, APPLY and DLQ for one group; returns completion times. Each
+    redelivery comes ``lag_ms`` after its wait (the 5.x revive of standard consumers, RETRY-5X-11)."""
+    cum = np.concatenate([[0], np.cumsum(np.asarray(t.waits_ms) + lag_ms)]).astype(np.int64)  # attempt k+1 from the first
     deliveries = np.minimum(failures, t.max_deliveries - 1) + 1
     rows = np.repeat(np.arange(len(msg)), deliveries)
     starts = np.cumsum(deliveries) - deliveries
@@ -154,7 +155,7 @@ def generate_chunk(plan: Plan, dist: Distributions, fifo_state: FifoQueues) -> d
     std_idx = idx[std]
     for g in dist.groups:
         _lives(cols, first[std], plan.failures[g][std], std_idx, STANDARD_TOPIC, g, t, t.dlq_after_last_ms,
-               np.zeros(len(std_idx)))
+               np.zeros(len(std_idx)), t.revive_lag_ms)
     if fifo.any():
         fifo_idx = idx[fifo]
         groups = plan.message_group[fifo]
@@ -416,9 +417,10 @@ def model_events(plan: Plan, dist: Distributions) -> list[Event]:
     from reference_impl.model.simulation import Simulation
 
     sim = Simulation(dist.profile, seed=plan.seed)
-    sim.broker.create_topic(STANDARD_TOPIC, 1, 1)
+    # 5.x topics are typed (TOPIC-05): the standard topic takes normal and delayed messages
+    sim.broker.create_topic(STANDARD_TOPIC, 1, 1, message_type="MIXED" if dist.profile == GRPC_5X else "NORMAL")
     if dist.profile == GRPC_5X:
-        sim.broker.create_topic(FIFO_TOPIC, dist.queues, dist.queues)
+        sim.broker.create_topic(FIFO_TOPIC, dist.queues, dist.queues, message_type="FIFO")
         sim.broker.group(FIFO_GROUP).fifo = True
     seen: dict[tuple[str, str], int] = {}
     store: set[tuple[str, str]] = set()

@@ -101,14 +101,16 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
     intervals = outside = noisy = 0
     dlq_bad = after_dlq = 0
     for events in life.values():
-        ladder = sorted((e["attempt"], e["ts_ms"]) for e in events if e["kind"] == "DELIVER")
-        for (prev_attempt, prev_ts), (attempt, ts) in zip(ladder, ladder[1:]):
+        ladder = sorted((e["attempt"], e["ts_ms"], e["message_group"] is None) for e in events if e["kind"] == "DELIVER")
+        for (prev_attempt, prev_ts, _), (attempt, ts, revived) in zip(ladder, ladder[1:]):
             wait = t.wait_before(attempt)
+            if wait is not None and revived:  # a 5.x standard redelivery comes after the revive's lag
+                wait += t.revive_lag_ms
             if attempt == prev_attempt + 1 and wait is not None:
                 band, off = wait * tol.relative + tol.absolute_ms, abs(ts - prev_ts - wait)
                 intervals, outside, noisy = intervals + 1, outside + (off > 2 * band), noisy + (band < off <= 2 * band)
         dlqs = [e["ts_ms"] for e in events if e["kind"] == "DLQ"]
-        dlq, last = (min(dlqs) if dlqs else None), max((ts for _, ts in ladder), default=None)
+        dlq, last = (min(dlqs) if dlqs else None), max((ts for _, ts, _ in ladder), default=None)
         if dlq is not None and last is not None and last > dlq:
             after_dlq += 1
             continue
