@@ -245,8 +245,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         if not sp.message_id:
             raise RocketMQError(40009, "message id is required")
         group = sp.message_group if sp.HasField("message_group") else None
-        if group is not None and fifo_rules.validate_message_group(group) != codes.OK:
-            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, f"message group {group!r} is illegal")
+        group_error = None if group is None else fifo_rules.message_group_error(group)
+        if group_error:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, group_error)
         now = self.model.sim.clock.now_ms
         deliver_ms = None
         if sp.HasField("delivery_timestamp"):

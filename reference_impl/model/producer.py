@@ -75,8 +75,9 @@ class Producer:
         validation.check_topic_proxy(topic)
         validation.check_body_proxy(body)
         validation.check_properties_proxy(dict(properties or {}), tags, [key] if key else [])
-        if message_group is not None and fifo_rules.validate_message_group(message_group) != codes.OK:
-            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, f"message group {message_group!r} is illegal")
+        group_error = None if message_group is None else fifo_rules.message_group_error(message_group)
+        if group_error:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, group_error)
         if delivery_timestamp_ms is not None and not delay_rules.proxy_delivery_time_legal(
                 delivery_timestamp_ms, self.sim.clock.now_ms):
             raise RocketMQError(codes.ILLEGAL_DELIVERY_TIME, "delivery timestamp is more than a day ahead")

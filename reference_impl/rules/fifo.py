@@ -39,15 +39,21 @@ def select_queue_by_hash_4x(arg_hash: int, queue_count: int) -> int:
     return java_abs_int(value) if value < 0 else value
 
 
+def message_group_error(group: str, max_size: int = MAX_MESSAGE_GROUP_SIZE) -> str | None:
+    """The proxy's refusal of a message group, in ``SendMessageActivity.validateMessageGroup``'s order and
+    words, or None (FIFO-07)."""
+    if not group.strip():
+        return "message group cannot be the char sequence of whitespace"
+    if len(group.encode("utf-8")) >= max_size:
+        return f"message group exceed the max size {max_size}"
+    if any(unicodedata.category(ch) == "Cc" for ch in group):
+        return "message group cannot contain control character"
+    return None
+
+
 def validate_message_group(group: str, max_size: int = MAX_MESSAGE_GROUP_SIZE) -> int:
     """Proxy message-group check; returns OK or ILLEGAL_MESSAGE_GROUP (FIFO-07)."""
-    if not group.strip():
-        return codes.ILLEGAL_MESSAGE_GROUP
-    if len(group.encode("utf-8")) >= max_size:
-        return codes.ILLEGAL_MESSAGE_GROUP
-    if any(unicodedata.category(ch) == "Cc" for ch in group):
-        return codes.ILLEGAL_MESSAGE_GROUP
-    return codes.OK
+    return codes.OK if message_group_error(group, max_size) is None else codes.ILLEGAL_MESSAGE_GROUP
 
 
 @dataclass

@@ -225,26 +225,34 @@ def _has_control(text: str) -> bool:
 
 def check_properties_proxy(user_properties: Mapping[str, str], tag: str | None = None,
                            keys: Sequence[str] = ()) -> None:
-    """gRPC proxy property rules (LIMIT-04)."""
+    """gRPC proxy property rules, in ``SendMessageActivity.buildMessageProperty``'s order and with its
+    texts (the same at 5.0.0 and 5.3.3) (LIMIT-04)."""
     if len(user_properties) > USER_PROPERTY_MAX_NUM:
         raise RocketMQError(codes.MESSAGE_PROPERTIES_TOO_LARGE,
                             f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
     size = 0
     for key, value in user_properties.items():
         if key in SYSTEM_PROPERTY_KEYS:
-            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property key {key} is not allowed")
-        if _has_control(key) or _has_control(value):
-            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {key!r} contains control characters")
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
+        if _has_control(key):
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, "the key of property cannot contain control character")
+        if _has_control(value):
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                "the value of property cannot contain control character")
         size += len(key.encode()) + len(value.encode())
-    if tag is not None:
-        if not tag.strip() or "|" in tag or _has_control(tag):
-            raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, f"tag {tag!r} is illegal")
+    if tag:  # GrpcValidator.validateTag checks a non-empty tag only
+        if not tag.strip():
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace")
+        if "|" in tag:
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")
+        if _has_control(tag):
+            raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, "tag cannot contain control character")
         size += len(tag.encode())
     for key in keys:
         size += len(key.encode())
     if size > MAX_USER_PROPERTY_SIZE:
         raise RocketMQError(codes.MESSAGE_PROPERTIES_TOO_LARGE,
-                            f"user properties size {size} exceeds {MAX_USER_PROPERTY_SIZE}")
+                            f"the total size of user property is too large, max is {MAX_USER_PROPERTY_SIZE}")
 
 
 def encoded_batch_size(bodies: Sequence[bytes], serialized_properties: Sequence[str]) -> int:
