@@ -29,7 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:  # the reader went away (``rmqc spec show X | head``): stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{b.id} — {b.title}  [{b.area}]  ({b.file}:{b.line})")
         print(f"  holds: {versions.describe(b.since, b.until)}"
               + "".join(f"; {versions.describe(v.get('since'), v.get('until'))}: a variant" for v in b.variants))
+        if b.sdk:
+            print(f"  SDK habit: the {b.sdk['client']} client, "
+                  f"{versions.describe(b.sdk.get('since'), b.sdk.get('until'))} ({b.sdk['source']})")
         if args.version is not None:
             try:
                 present = b.holds_at(args.version)

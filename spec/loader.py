@@ -48,6 +48,8 @@ class Behaviour:
     until: str | None = None
     variants: tuple[Mapping[str, Any], ...] = ()
     """What ranges of releases do differently (``statement``, ``defaults``, ``source`` at the tag)."""
+    sdk: Mapping[str, Any] | None = None
+    """For an SDK habit: ``client``, its ``since`` / ``until`` SDK versions and the ``source`` at its tag."""
     file: str = ""
     line: int = 0
 
@@ -186,7 +188,7 @@ def load_spec(directory: Path | None = None) -> Spec:
                 kind=raw.get("kind", "behaviour"), related=tuple(raw.get("related") or ()),
                 not_modelled=raw.get("not_modelled", ""), cases=tuple(raw.get("cases") or ()),
                 since=_version(raw.get("since")), until=_version(raw.get("until")),
-                variants=tuple(raw.get("variants") or ()),
+                variants=tuple(raw.get("variants") or ()), sdk=raw.get("sdk"),
                 file=display_path(path), line=line)
     for b in spec.behaviours.values():
         for ref in list(b.related) + [d["claim"] for d in b.divergences]:
@@ -208,6 +210,8 @@ def _check_ranges(b: Behaviour) -> None:
     ranges = [("the behaviour", b.since, b.until)] + [
         (f"variant {i}", _version(v.get("since")), _version(v.get("until"))) for i, v in enumerate(b.variants, start=1)]
     ranges += [(f"divergence {d['claim']}", _version(d.get("since")), _version(d.get("until"))) for d in b.divergences]
+    if b.sdk:
+        ranges.append((f"the {b.sdk['client']} SDK range", _version(b.sdk.get("since")), _version(b.sdk.get("until"))))
     for what, since, until in ranges:
         try:
             if since and until and versions.key(since) > versions.key(until):

@@ -48,6 +48,22 @@ def test_since_after_until_is_an_error(tmp_path: Path) -> None:
         load_spec(spec_dir)
 
 
+def test_sdk_habits_carry_sdk_version_ranges(tmp_path: Path) -> None:
+    """An SDK habit names its client, the SDK versions and the source at the SDK's tag; the loader refuses
+    a range that ends before it starts and one that names no client."""
+    habit = default_spec().get("RETRY-5X-03").sdk
+    assert habit["client"] == "java" and habit["since"] == "5.0.0" and habit["source"].endswith("@rocketmq-client-java-5.0.0")
+    spec_dir = spec_copy(tmp_path, "retry_5x.yaml", "    client: java\n    since: 5.0.0\n",
+                         "    client: java\n    since: 5.1.0\n    until: 5.0.8\n")
+    with pytest.raises(SpecError, match=r"retry_5x.yaml:\d+: RETRY-5X-03: the java SDK range has since 5.1.0 after until 5.0.8"):
+        load_spec(spec_dir)
+    spec_dir = spec_copy(tmp_path / "nameless", "retry_5x.yaml", "    client: java\n    since: 5.0.0\n", "    since: 5.0.0\n")
+    with pytest.raises(SpecError, match=r"retry_5x.yaml:\d+: RETRY-5X-03: .*'client' is a required property"):
+        load_spec(spec_dir)
+    shown = _rmqc("spec", "show", "RETRY-5X-03")
+    assert "SDK habit: the java client, since 5.0.0" in shown.stdout
+
+
 def test_two_variants_covering_one_release_is_an_error(tmp_path: Path) -> None:
     spec_dir = spec_copy(tmp_path, "limits.yaml", "  - since: 5.1.0\n    until: 5.3.3\n", "  - since: 5.0.0\n    until: 5.3.3\n")
     with pytest.raises(SpecError, match=r"LIMIT-02: variants \[1, 2\] both cover 5.0.0"):
