@@ -32,6 +32,7 @@ from reference_impl.rules.codes import RocketMQError
 from spec import versions
 
 from .base import NotApplicable, Target, TargetError
+from .remoting_client import RemotingAdmin, RemotingClientError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
 from .targets import GRPC, Probe
 
@@ -53,6 +54,8 @@ class ServerInfo:
     version: str | None = None
     answered_at: float = field(default_factory=time.monotonic)
     release: str | None = None
+    namesrv: str | None = None
+    """``rmqc serve``'s remoting name server, when it runs one."""
 
 
 def admin_call(address: str, method: str, request: dict[str, Any], timeout_s: float = PROBE_TIMEOUT_S,
@@ -80,7 +83,7 @@ def server_info(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
         raise TargetError(f"{GRPC.text(address)}: unreachable: {cause}") from None
     return ServerInfo(float(answer["time_scale"]), answer["wall_epoch_ms"] + answer["spec_now_ms"], True,
                       f"{answer['server']} {answer['version']}", str(answer["version"]),
-                      release=answer.get("release"))
+                      release=answer.get("release"), namesrv=answer.get("namesrv"))
 
 
 def _code_of(exc: BaseException) -> int:
@@ -94,7 +97,10 @@ class GrpcTarget(Target):
 
     def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
                  time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S,
-                 release: str = versions.LATEST) -> None:
+                 release: str = versions.LATEST, namesrv: str | None = None) -> None:
+        """``namesrv``: the name server whose brokers take the set-up (topics with their message type, groups
+        with their retry policy) through the remoting admin codes, as mqadmin does; discovered from
+        ``rmqc serve`` when it runs one."""
         if profile != GRPC_5X:
             raise NotApplicable(f"{GRPC.text(address)} speaks the 5.x protocol; profile {profile} needs another target")
         self.address = address
@@ -104,6 +110,7 @@ class GrpcTarget(Target):
         self.capabilities = CAPABILITIES
         self.info = server_info(address)
         self.time_scale = time_scale or self.info.time_scale
+        self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
         self.version = self.info.version
         self.budget_s = budget_s
         self.sdk = load_sdk()
@@ -256,7 +263,7 @@ class GrpcTarget(Target):
         reader_group = f"rmqc-dlq-{self._tag}"
         # a dead letter carries its reconsume times: a reader with the default 16 retries would
         # dead-letter it again on the first pop
-        self._admin("ConfigureGroup", {"name": reader_group, "retry_max_times": 10_000})
+        self._set_up_group(reader_group, retry_max_times=10_000)
         try:
             reader = self.sdk.SimpleConsumer(self._config, reader_group, {topic: self.sdk.FilterExpression()},
                                              await_duration=1)
@@ -269,6 +276,22 @@ class GrpcTarget(Target):
         return reader
 
     # ---- admin --------------------------------------------------------------------------------
+
+    def _set_up_group(self, real_name: str, retry_max_times: int, fifo: bool = False,
+                      retry_policy: str = "CUSTOMIZED") -> bool:
+        """A group's settings through the name server's brokers, else rmqc serve's old side channel; False
+        when neither is there."""
+        if self.admin is not None:
+            self._remoting_admin(lambda: self.admin.create_group(real_name, retry_max_times, fifo, retry_policy))
+            return True
+        return self._admin("ConfigureGroup", {"name": real_name, "retry_max_times": retry_max_times, "fifo": fifo,
+                                              "retry_policy": retry_policy})
+
+    def _remoting_admin(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except RemotingClientError as exc:
+            raise TargetError(f"{self.name}: set-up through the name server failed: {exc}") from None
 
     def _admin(self, method: str, request: dict[str, Any]) -> bool:
         """Call ``rmqc.Admin``; False when the server has no admin side channel (a real proxy)."""
@@ -283,17 +306,22 @@ class GrpcTarget(Target):
                      message_type: str = "NORMAL", brokers: int = 1) -> None:
         if brokers > 1:
             raise NotApplicable(f"{self.name}: topics spanning several brokers are set up outside the SDK")
-        if not self._admin("CreateTopic", {"name": self.real(name), "read_queues": read_queues,
-                                           "write_queues": write_queues, "perm": perm, "message_type": message_type}):
-            raise NotApplicable(f"{self.name} has no admin API; create topic {self.real(name)} "
+        if self.admin is not None:
+            self._remoting_admin(lambda: self.admin.create_topic(self.real(name), read_queues, write_queues, perm,
+                                                                 message_type))
+        elif not self._admin("CreateTopic", {"name": self.real(name), "read_queues": read_queues, "perm": perm,
+                                             "write_queues": write_queues, "message_type": message_type}):
+            raise NotApplicable(f"{self.name} has no admin API and no name server was given (--rmq-namesrv); "
+                                f"create topic {self.real(name)} "
                                 f"({read_queues}/{write_queues} queues) with mqadmin first")
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
-        if not self._admin("ConfigureGroup", settings):
-            raise NotApplicable(f"{self.name} has no admin API; configure group {self.real(name)} with mqadmin first")
+        if not self._set_up_group(self.real(name), retry_max_times, fifo, retry_policy):
+            raise NotApplicable(f"{self.name} has no admin API and no name server was given (--rmq-namesrv); "
+                                f"configure group {self.real(name)} with mqadmin first")
         self._groups.setdefault(name, {}).update(settings)
 
     # ---- clients ------------------------------------------------------------------------------

@@ -24,6 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--target-version", default=None, metavar="V",
                         help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
                              f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
+    parser.add_argument("--namesrv", default=None, metavar="HOST:PORT",
+                        help="grpc:// targets: set topics and groups up through this name server's brokers with the "
+                             "remoting admin codes, as mqadmin does (default: the one rmqc serve reports)")
     parser.add_argument("--expectations", default=None, metavar="FILE",
                         help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
                              "failing on an unexpected failure or an unexpected pass")
@@ -69,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--rmq-expectations", args.expectations]
     if args.target_version:
         argv += ["--rmq-target-version", args.target_version]
+    if args.namesrv:
+        argv += ["--rmq-namesrv", args.namesrv]
     if not os.environ.get(HYPOTHESIS_ENV):  # the suites' own settings: derandomized, or few examples on a wall clock
         argv += ["--rmq-hypothesis-profile", "ci" if probe.virtual_clock else "realtime"]
     if args.keyword:

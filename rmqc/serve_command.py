@@ -25,6 +25,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--version", dest="release", default=versions.LATEST, metavar="V",
                    help=f"behave as this RocketMQ release where the spec says releases differ "
                         f"({', '.join(versions.COVERED)} or develop; default {versions.LATEST})")
+    p.add_argument("--namesrv-port", type=int, default=None, metavar="PORT",
+                   help="also speak the 4.x remoting protocol: the name server's port (0: any free port)")
+    p.add_argument("--broker-port", type=int, default=None, metavar="PORT",
+                   help="the remoting broker's port (default: any free port when --namesrv-port is given)")
+    p.add_argument("--no-admin-setup", dest="admin_setup", action="store_false",
+                   help="answer only Info on the rmqc.Admin side channel: set-up must come through the remoting "
+                        "admin codes (--namesrv-port), as against a real broker")
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(handler=run_serve)
 
@@ -40,7 +47,10 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config) if args.config else None
         server = ReferenceServer(host=args.host, port=args.port, time_scale=args.time_scale, profile=args.profile,
-                                 config=config, seed=args.seed, release=args.release)
+                                 config=config, seed=args.seed, release=args.release,
+                                 remoting_ports=None if args.namesrv_port is None and args.broker_port is None
+                                 else (args.namesrv_port or 0, args.broker_port or 0),
+                                 admin_setup=args.admin_setup)
     except (ServeConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"rmqc serve: error: {exc}", file=sys.stderr)
         return 2
@@ -48,6 +58,9 @@ def run_serve(args: argparse.Namespace) -> int:
     print(f"rmqc serve: listening on {server.address} (profile {args.profile}, RocketMQ {args.release}, "
           f"time scale {args.time_scale})",
           flush=True)
+    if server.remoting is not None:
+        print(f"rmqc serve: remoting name server on {server.remoting.namesrv_address}, broker on "
+              f"{server.host}:{server.remoting.broker_port}", flush=True)
     server.serve_until_signalled()
     if args.events_out:
         from history.parquet import write_parquet

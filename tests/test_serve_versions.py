@@ -37,3 +37,24 @@ def test_serve_as_a_release_passes_the_suites_held_to_it(tmp_path, release: str)
     verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
     assert verdicts["LIMIT-02"] == verdicts["TX-03"] == verdicts["TOPIC-05"] == verdicts["TX-07"] == "pass", verdicts
     assert verdicts["RETRY-5X-11"] in ("pass", "inconclusive"), verdicts  # wall-clock noise may be inconclusive
+
+
+@pytest.mark.spec("TOPIC-05", "TX-07", "RETRY-5X-06")
+def test_grpc_set_up_goes_through_the_remoting_admin_codes_only(tmp_path) -> None:
+    """With rmqc serve's old CreateTopic / ConfigureGroup side channel turned off, a grpc:// run sets its topics
+    (with their message type) and groups (with their retry policy) up through the name server's brokers, as
+    mqadmin does, and the suites still pass."""
+    process, address = start_serve(0.001, "--namesrv-port", "0", "--no-admin-setup")
+    try:
+        run = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", f"grpc://{address}",
+                              "--out", str(tmp_path / "run"), "-k",
+                              "a_topic_takes_its_own or declares_no_topic or transaction or push_5x_nack or fifo"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "PYTHONPATH": str(ROOT), "RMQC_REALTIME_EXAMPLES": "2"})
+    finally:
+        stop_serve(process)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
+    assert verdicts["TOPIC-05"] == verdicts["TX-07"] == verdicts["TX-03"] == "pass", verdicts
+    assert verdicts["FIFO-01"] == "pass", verdicts

@@ -30,15 +30,22 @@ def decode(data: bytes) -> Any:
 
 
 class AdminService:
-    def __init__(self, model: RealTimeModel, version: str) -> None:
+    """``rmqc serve``'s side channel: ``Info`` (time scale, release, where the remoting name server is) and,
+    unless ``setup`` is off, the old ``CreateTopic`` / ``ConfigureGroup`` (set-up now goes through the
+    remoting admin codes, issue 20)."""
+
+    def __init__(self, model: RealTimeModel, version: str, namesrv: Callable[[], str | None] = lambda: None,
+                 setup: bool = True) -> None:
         self.model = model
         self.version = version
+        self.namesrv = namesrv
+        self.setup = setup
 
     def Info(self, request: dict, context: grpc.ServicerContext) -> dict:
         with self.model.locked() as sim:
             return {"server": "rmqc serve", "version": self.version, "profile": sim.profile, "release": sim.release,
                     "time_scale": self.model.time_scale, "spec_now_ms": sim.clock.now_ms,
-                    "wall_epoch_ms": self.model.wall_epoch_ms}
+                    "wall_epoch_ms": self.model.wall_epoch_ms, "namesrv": self.namesrv()}
 
     def CreateTopic(self, request: dict, context: grpc.ServicerContext) -> dict:
         name = str(request.get("name", ""))
@@ -67,4 +74,5 @@ class AdminService:
         def unary(method: Callable[[dict, grpc.ServicerContext], dict]) -> grpc.RpcMethodHandler:
             return grpc.unary_unary_rpc_method_handler(method, request_deserializer=decode, response_serializer=encode)
 
-        return grpc.method_handlers_generic_handler(SERVICE, {m: unary(getattr(self, m)) for m in METHODS})
+        methods = METHODS if self.setup else ("Info",)
+        return grpc.method_handlers_generic_handler(SERVICE, {m: unary(getattr(self, m)) for m in methods})

@@ -19,6 +19,7 @@ from reference_impl.model.simulation import Simulation
 from spec import versions
 
 from ..model_service import RealTimeModel
+from ..remoting.server import RemotingServer
 from .admin import MESSAGE_TYPES, AdminService
 from .service import MessagingService, ServeOptions
 
@@ -63,7 +64,8 @@ class ReferenceServer:
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
                  profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
-                 workers: int = 64, release: str = versions.LATEST) -> None:
+                 workers: int = 64, release: str = versions.LATEST,
+                 remoting_ports: tuple[int, int] | None = None, admin_setup: bool = True) -> None:
         if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
@@ -85,7 +87,10 @@ class ReferenceServer:
                                            ("grpc.so_reuseport", 0)])
         self.service = MessagingService(self.model, self.options)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self.service, self.server)
-        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION).handler(),))
+        self.remoting = None if remoting_ports is None else RemotingServer(self.model, host, *remoting_ports)
+        """The remoting front end (name server and broker ports) over the same model, when asked for."""
+        namesrv = (lambda: self.remoting.namesrv_address) if self.remoting is not None else (lambda: None)
+        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION, namesrv, admin_setup).handler(),))
         bound = self.server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind {host}:{port}")
@@ -99,9 +104,13 @@ class ReferenceServer:
     def start(self) -> "ReferenceServer":
         self.model.start()
         self.server.start()
+        if self.remoting is not None:
+            self.remoting.start()
         return self
 
     def stop(self, grace_s: float = 1.0) -> None:
+        if self.remoting is not None:
+            self.remoting.stop()
         self.server.stop(grace_s).wait(grace_s + 1)
         self.model.stop()
 

@@ -37,7 +37,9 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
             raise pytest.UsageError(f"{request.node.nodeid} uses a target but has no profile marker")
         if profile not in state.profiles:
             raise NotApplicable(f"target {state.target.text} runs {', '.join(state.profiles)}, not {profile}")
-        target = state.target.build(profile, run_id=state.run_id, seed=seed, release=state.release)
+        namesrv = request.config.getoption("--rmq-namesrv")
+        target = state.target.build(profile, run_id=state.run_id, seed=seed, release=state.release,
+                                    **({"namesrv": namesrv} if namesrv else {}))
         target.release = state.release  # the release the run holds it to, whatever it is
         created.append(target)
         state.version = state.version or target.version

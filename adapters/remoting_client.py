@@ -1,0 +1,135 @@
+"""A small remoting client on the standard library's sockets: the admin codes ``mqadmin`` sends, and any
+request a test needs to drive (REMOTING-01).
+
+An unreachable or silent server fails within the timeout with an error naming the address and the cause.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+from typing import Any
+
+from frontends.remoting import handlers as codes
+from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
+
+
+class RemotingClientError(ConnectionError):
+    """The server could not be reached or did not answer in time."""
+
+
+class RemotingClient:
+    """One connection; requests are answered in order (the server answers each before the next)."""
+
+    def __init__(self, address: str, timeout_s: float = 5.0, serialize: int = JSON) -> None:
+        host, _, port = address.rpartition(":")
+        self.address, self.timeout_s, self.serialize = address, timeout_s, serialize
+        try:
+            self.sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s)
+        except (OSError, ValueError) as exc:
+            raise RemotingClientError(f"cannot reach {address}: {exc}") from None
+        self._opaques = itertools.count(1)
+        self._splitter = FrameSplitter()
+        self._pending: list[bytes] = []
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "RemotingClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def call(self, code: int, ext: dict[str, Any] | None = None, body: bytes = b"", oneway: bool = False) -> Command:
+        """Send a request and wait for its answer (none for a one-way request: the request comes back)."""
+        request = Command(code, next(self._opaques), 2 if oneway else 0,
+                          ext={k: str(v) for k, v in (ext or {}).items()}, body=body, serialize=self.serialize)
+        try:
+            self.sock.sendall(encode(request))
+            if oneway:
+                return request
+            while True:
+                for payload in self._pending:
+                    answer = decode(payload)
+                    if answer.is_response and answer.opaque == request.opaque:
+                        self._pending.remove(payload)
+                        return answer
+                data = self.sock.recv(65536)
+                if not data:
+                    raise RemotingClientError(f"{self.address} closed the connection")
+                self._pending += self._splitter.feed(data)
+        except socket.timeout:
+            raise RemotingClientError(f"{self.address} did not answer request {code} within {self.timeout_s} s") from None
+        except OSError as exc:
+            raise RemotingClientError(f"{self.address}: {exc}") from None
+
+    # ---- the admin codes mqadmin sends ----
+
+    def create_topic(self, topic: str, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
+                     message_type: str | None = None) -> Command:
+        ext: dict[str, Any] = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": read_queues,
+                               "writeQueueNums": write_queues, "perm": perm, "topicFilterType": "SINGLE_TAG",
+                               "topicSysFlag": 0, "order": "false"}
+        if message_type:
+            ext["attributes"] = f"+message.type={message_type}"
+        return self.call(codes.UPDATE_AND_CREATE_TOPIC, ext)
+
+    def create_group(self, group: str, retry_max_times: int = 16, orderly: bool = False,
+                     retry_policy: str | None = None) -> Command:
+        config: dict[str, Any] = {"groupName": group, "consumeEnable": True, "consumeFromMinEnable": True,
+                                  "retryQueueNums": 1, "retryMaxTimes": retry_max_times,
+                                  "consumeMessageOrderly": orderly}
+        if retry_policy:  # 5.x SubscriptionGroupConfig.groupRetryPolicy
+            config["groupRetryPolicy"] = {"type": retry_policy}
+        return self.call(codes.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=json.dumps(config).encode())
+
+    def route(self, topic: str) -> dict[str, Any] | None:
+        answer = self.call(codes.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return fastjson_loads(answer.body) if answer.code == codes.SUCCESS else None
+
+    def broker_addresses(self) -> list[str]:
+        """The master address of every broker the name server knows (``GET_BROKER_CLUSTER_INFO``)."""
+        answer = self.call(codes.GET_BROKER_CLUSTER_INFO)
+        if answer.code != codes.SUCCESS:
+            raise RemotingClientError(f"{self.address}: cluster info answered {answer.code} {answer.remark}")
+        table = fastjson_loads(answer.body).get("brokerAddrTable", {})
+        return [data["brokerAddrs"]["0"] for data in table.values() if "0" in data.get("brokerAddrs", {})]
+
+
+_BARE_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
+
+
+def fastjson_loads(body: bytes) -> Any:
+    """JSON as a Java broker's fastjson writes it: a map with number keys (``brokerAddrs``) has them bare."""
+    return json.loads(_BARE_KEY.sub(rb'\1"\2":', body))
+
+
+class RemotingAdmin:
+    """What ``mqadmin updateTopic`` / ``updateSubGroup`` do: ask the name server for the brokers, then send
+    the admin request to every master."""
+
+    def __init__(self, namesrv: str, timeout_s: float = 5.0) -> None:
+        self.namesrv, self.timeout_s = namesrv, timeout_s
+
+    def _each_broker(self, action: Any) -> None:
+        with RemotingClient(self.namesrv, self.timeout_s) as ns:
+            brokers = ns.broker_addresses()
+        if not brokers:
+            raise RemotingClientError(f"the name server {self.namesrv} knows no broker")
+        for address in brokers:
+            with RemotingClient(address, self.timeout_s) as broker:
+                answer = action(broker)
+                if answer.code != codes.SUCCESS:
+                    raise RemotingClientError(f"{address} refused the admin request: {answer.code} {answer.remark}")
+
+    def create_topic(self, topic: str, read_queues: int, write_queues: int, perm: int,
+                     message_type: str | None) -> None:
+        self._each_broker(lambda b: b.create_topic(topic, read_queues, write_queues, perm, message_type))
+
+    def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None) -> None:
+        self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy))

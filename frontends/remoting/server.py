@@ -1,0 +1,97 @@
+"""The remoting front end's sockets: a name server port and a broker port on loopback, asyncio in one
+thread, every request answered by ``handlers`` in a worker thread (REMOTING-01).
+
+A malformed frame closes its own connection and nothing else; a request the handlers do not know is
+answered REQUEST_CODE_NOT_SUPPORTED; a one-way request gets no answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from ..model_service import RealTimeModel
+from .codec import Command, FrameError, FrameSplitter, decode, encode
+from .handlers import SYSTEM_ERROR, RemotingBroker
+
+log = logging.getLogger("rmqc.remoting")
+READ_CHUNK = 64 * 1024
+
+
+class RemotingServer:
+    """Two listening sockets (name server, broker) over one ``RemotingBroker``."""
+
+    def __init__(self, model: RealTimeModel, host: str = "127.0.0.1", namesrv_port: int = 0, broker_port: int = 0,
+                 workers: int = 32) -> None:
+        self.model, self.host = model, host
+        self._ports = (namesrv_port, broker_port)
+        self.namesrv_port = self.broker_port = 0
+        self.broker: RemotingBroker | None = None
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rmqc-remoting")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="rmqc-remoting-io", daemon=True)
+        self._servers: list[asyncio.base_events.Server] = []
+        self.connections_closed_for_bad_frames = 0
+
+    @property
+    def namesrv_address(self) -> str:
+        return f"{self.host}:{self.namesrv_port}"
+
+    def start(self) -> "RemotingServer":
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._listen(), self._loop)
+        future.result(timeout=10)
+        return self
+
+    async def _listen(self) -> None:
+        namesrv = await asyncio.start_server(self._serve, self.host, self._ports[0])
+        broker = await asyncio.start_server(self._serve, self.host, self._ports[1])
+        self._servers = [namesrv, broker]
+        self.namesrv_port = namesrv.sockets[0].getsockname()[1]
+        self.broker_port = broker.sockets[0].getsockname()[1]
+        self.broker = RemotingBroker(self.model, f"{self.host}:{self.broker_port}")
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        splitter = FrameSplitter()
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    return
+                for payload in splitter.feed(data):
+                    request = decode(payload)
+                    if request.is_response:
+                        continue  # answers to broker-to-client calls are not awaited yet
+                    response = await loop.run_in_executor(self._executor, self._answer, request)
+                    if not request.is_oneway:
+                        writer.write(encode(response))
+                        await writer.drain()
+        except FrameError as exc:
+            self.connections_closed_for_bad_frames += 1
+            log.info("closing %s: %s", writer.get_extra_info("peername"), exc)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    def _answer(self, request: Command) -> Command:
+        assert self.broker is not None
+        try:
+            return self.broker.handle(request)
+        except Exception as exc:  # the server keeps serving whatever one request does
+            log.exception("remoting request %s failed", request.code)
+            return request.response(SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def stop(self) -> None:
+        async def close() -> None:
+            for server in self._servers:
+                server.close()
+                await server.wait_closed()
+
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        self._executor.shutdown(wait=False, cancel_futures=True)
