@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
                              f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
     parser.add_argument("--namesrv", default=None, metavar="HOST:PORT",
-                        help="grpc:// targets: set topics and groups up through this name server's brokers with the "
-                             "remoting admin codes, as mqadmin does (default: the one rmqc serve reports)")
+                        help="for a 5.x proxy target: set topics and groups up through this name server's brokers with "
+                             "the remoting admin codes, as mqadmin does (default: the one rmqc serve reports)")
     parser.add_argument("--expectations", default=None, metavar="FILE",
                         help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
                              "failing on an unexpected failure or an unexpected pass")

@@ -31,8 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
                          f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
     group.addoption("--rmq-namesrv", default=None, metavar="HOST:PORT",
-                    help="grpc:// targets: the name server whose brokers take the set-up through the remoting admin "
-                         "codes, as mqadmin does (default: the one rmqc serve reports, if any)")
+                    help="for a 5.x proxy target: the name server whose brokers take the set-up through the remoting "
+                         "admin codes, as mqadmin does (default: the one rmqc serve reports, if any)")
     group.addoption("--rmq-hypothesis-profile", default=None, choices=hypothesis_profiles.NAMES,
                     help=f"load this Hypothesis profile of the project (or set {hypothesis_profiles.ENV}); "
                          "by default none is loaded, except realtime for a target on a wall clock")
