@@ -124,3 +124,76 @@ def test_a_client_that_never_reads_does_not_stop_the_others(server) -> None:
             assert client.call(h.GET_BROKER_CLUSTER_INFO).code == h.SUCCESS
     finally:
         lazy.close()
+
+
+def _send(client: RemotingClient, topic: str, key: str, body: bytes) -> None:
+    answer = client.call(h.SEND_MESSAGE, {"producerGroup": "P", "topic": topic, "queueId": 0, "sysFlag": 0,
+                                          "bornTimestamp": 0, "flag": 0, "properties": _properties(KEYS=key)},
+                         body=body)
+    assert answer.code == h.SUCCESS
+
+
+def test_pull_returns_commit_log_units_and_offsets_move(server) -> None:
+    """A pull answers the stored units (decodable as the commit log stores them), the next offset and the
+    queue's bounds; past the end it is PULL_NOT_FOUND, beyond it PULL_OFFSET_MOVED; offsets commit and read
+    back."""
+    from reference_impl.rules import storage
+
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        client.create_topic("PullT", 1, 1)
+        for i in range(3):
+            _send(client, "PullT", f"k{i}", f"body-{i}".encode())
+        pulled = client.call(h.PULL_MESSAGE, {"consumerGroup": "G", "topic": "PullT", "queueId": 0, "queueOffset": 1,
+                                              "maxMsgNums": 32, "sysFlag": 0})
+        assert pulled.code == h.SUCCESS and pulled.ext["nextBeginOffset"] == "3" and pulled.ext["maxOffset"] == "3"
+        units = list(storage.iter_units(pulled.body))
+        assert [(u.queue_offset, u.body, u.properties["KEYS"]) for u in units] == [(1, b"body-1", "k1"), (2, b"body-2", "k2")]
+        end = client.call(h.PULL_MESSAGE, {"consumerGroup": "G", "topic": "PullT", "queueId": 0, "queueOffset": 3})
+        assert end.code == h.PULL_NOT_FOUND and end.ext["nextBeginOffset"] == "3"
+        moved = client.call(h.PULL_MESSAGE, {"consumerGroup": "G", "topic": "PullT", "queueId": 0, "queueOffset": 9})
+        assert moved.code == h.PULL_OFFSET_MOVED and moved.ext["nextBeginOffset"] == "3"
+        assert client.call(h.GET_MAX_OFFSET, {"topic": "PullT", "queueId": 0}).ext["offset"] == "3"
+        assert client.call(h.GET_MIN_OFFSET, {"topic": "PullT", "queueId": 0}).ext["offset"] == "0"
+        group = {"consumerGroup": "G", "topic": "PullT", "queueId": 0}
+        assert client.call(h.QUERY_CONSUMER_OFFSET, group).ext["offset"] == "0"
+        assert client.call(h.UPDATE_CONSUMER_OFFSET, {**group, "commitOffset": 2}).code == h.SUCCESS
+        assert client.call(h.QUERY_CONSUMER_OFFSET, group).ext["offset"] == "2"
+
+
+def test_a_suspended_pull_waits_for_the_next_message(server) -> None:
+    """Long polling: a pull at the end of the queue with FLAG_SUSPEND is answered when a message arrives."""
+    import threading
+    import time
+
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as setup:
+        setup.create_topic("LongPoll", 1, 1)
+    answers: list = []
+
+    def pull() -> None:
+        with RemotingClient(f"127.0.0.1:{server.broker_port}", timeout_s=10) as client:
+            answers.append(client.call(h.PULL_MESSAGE, {"consumerGroup": "G", "topic": "LongPoll", "queueId": 0,
+                                                        "queueOffset": 0, "sysFlag": h.FLAG_SUSPEND,
+                                                        "suspendTimeoutMillis": 15_000}))
+
+    waiting = threading.Thread(target=pull)
+    waiting.start()
+    time.sleep(0.05)  # 5 s of spec time at time scale 0.01: the pull is suspended
+    assert not answers
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        _send(client, "LongPoll", "late", b"late")
+    waiting.join(timeout=10)
+    assert answers and answers[0].code == h.SUCCESS and answers[0].ext["nextBeginOffset"] == "1"
+
+
+def test_a_suspended_pull_does_not_hold_back_the_requests_behind_it(server) -> None:
+    """Requests pipelined on one connection are answered side by side, as the broker answers them."""
+    from frontends.remoting.codec import FrameSplitter, decode
+
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as setup:
+        setup.create_topic("Pipelined", 1, 1)
+    with socket.create_connection(("127.0.0.1", server.broker_port), timeout=5) as sock:
+        pull = Command(h.PULL_MESSAGE, 1, ext={"consumerGroup": "G", "topic": "Pipelined", "queueId": "0",
+                                               "queueOffset": "0", "sysFlag": str(h.FLAG_SUSPEND)})
+        sock.sendall(encode(pull) + encode(Command(h.HEART_BEAT, 2)))
+        first = decode(FrameSplitter().feed(sock.recv(65536))[0])
+        assert first.opaque == 2 and first.code == h.SUCCESS  # the heart beat, while the pull still waits

@@ -14,17 +14,23 @@ import json
 from typing import Callable
 
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules import codes, topic_types
+from reference_impl.rules import codes, storage, topic_types
 
 from ..model_service import RealTimeModel
 from .codec import Command
 
 # request codes (common/.../protocol/RequestCode.java@rocketmq-all-4.9.8)
-SEND_MESSAGE, UPDATE_AND_CREATE_TOPIC, HEART_BEAT, UNREGISTER_CLIENT = 10, 17, 34, 35
+SEND_MESSAGE, PULL_MESSAGE, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET = 10, 11, 14, 15
+UPDATE_AND_CREATE_TOPIC, GET_MAX_OFFSET, GET_MIN_OFFSET, HEART_BEAT, UNREGISTER_CLIENT = 17, 30, 31, 34, 35
 GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, SEND_MESSAGE_V2 = 200, 310
 # response codes (RemotingSysResponseCode, ResponseCode)
 SUCCESS, SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED, TOPIC_NOT_EXIST = 0, 1, 3, 17
+PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
+FLAG_SUSPEND = 0x2
+"""``PullSysFlag.FLAG_SUSPEND``: hold a pull that finds nothing until a message comes (long polling)."""
+BROKER_SUSPEND_MAX_MS = 15_000
+"""``BrokerConfig.brokerSuspendMaxTimeMillis``."""
 CLUSTER = "DefaultCluster"
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
@@ -155,6 +161,66 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
     return request.response(SUCCESS, ext=answer)
 
 
+def _queue(sim: Simulation, topic: str, queue_id: int) -> list:
+    return sim.broker.queues.get((topic, queue_id), [])
+
+
+def pull_message(b: RemotingBroker, request: Command) -> Command:
+    """``PullMessageProcessor.processRequest`` over ``DefaultMessageStore.getMessage``: up to ``maxMsgNums``
+    messages from ``queueOffset`` as commit-log units; at the end of the queue a suspended pull waits up to
+    ``suspendTimeoutMillis`` (at most 15 s) for a message, then PULL_NOT_FOUND; an offset past the end or
+    before the start is PULL_OFFSET_MOVED with the offset to use. Subscription filtering comes later."""
+    ext = request.ext
+    topic, queue_id, offset = ext["topic"], int(ext["queueId"]), int(ext["queueOffset"])
+    most = max(1, min(int(ext.get("maxMsgNums", 32)), 32))
+    suspend = int(ext.get("sysFlag", 0)) & FLAG_SUSPEND
+    wait_ms = min(int(ext.get("suspendTimeoutMillis", BROKER_SUSPEND_MAX_MS)), BROKER_SUSPEND_MAX_MS)
+    with b.model.locked() as sim:
+        if topic not in sim.broker.topics:
+            return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        deadline = sim.clock.now_ms + wait_ms
+        while suspend and offset == len(_queue(sim, topic, queue_id)) and sim.clock.now_ms < deadline:
+            b.model.wait(deadline, b.model.wall_seconds(deadline - sim.clock.now_ms) + 0.05)
+        queue = _queue(sim, topic, queue_id)
+        bounds = {"minOffset": "0", "maxOffset": str(len(queue)), "suggestWhichBrokerId": "0"}
+        if offset < 0 or offset > len(queue):
+            moved = 0 if offset < 0 else len(queue)
+            return request.response(PULL_OFFSET_MOVED, "the offset is outside the queue",
+                                    {**bounds, "nextBeginOffset": str(moved)})
+        if offset == len(queue):
+            return request.response(PULL_NOT_FOUND, "no new message", {**bounds, "nextBeginOffset": str(offset)})
+        batch = queue[offset:offset + most]
+        body = b"".join(storage.encode_commitlog(storage.CommitLogMessage(
+            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset, storage.reset_transaction_value(0, m.tran_type),
+            m.born_ms, ("127.0.0.1", 0), m.store_ms, ("127.0.0.1", 0), m.reconsume_times, 0, dict(m.properties)))
+            for m in batch)
+    return request.response(SUCCESS, ext={**bounds, "nextBeginOffset": str(offset + len(batch))}, body=body)
+
+
+def query_consumer_offset(b: RemotingBroker, request: Command) -> Command:
+    """``ConsumerManageProcessor.queryConsumerOffset``: the committed offset; none committed and the queue's
+    start still in memory (this broker's queues never leave it) gives 0."""
+    ext = request.ext
+    with b.model.locked() as sim:
+        offset = sim.broker.offsets.get((ext["consumerGroup"], ext["topic"], int(ext["queueId"])), 0)
+    return request.response(SUCCESS, ext={"offset": str(offset)})
+
+
+def update_consumer_offset(b: RemotingBroker, request: Command) -> Command:
+    """``ConsumerManageProcessor.updateConsumerOffset``."""
+    ext = request.ext
+    with b.model.locked() as sim:
+        sim.broker.offsets[(ext["consumerGroup"], ext["topic"], int(ext["queueId"]))] = int(ext["commitOffset"])
+    return request.response(SUCCESS)
+
+
+def queue_bound(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.getMaxOffset`` / ``getMinOffset``: the queue's end, or 0."""
+    with b.model.locked() as sim:
+        end = len(_queue(sim, request.ext["topic"], int(request.ext["queueId"])))
+    return request.response(SUCCESS, ext={"offset": str(end if request.code == GET_MAX_OFFSET else 0)})
+
+
 def heart_beat(b: RemotingBroker, request: Command) -> Command:
     """``ClientManageProcessor.heartBeat``: accepted (the consumers' subscriptions come with issue 20's pull)."""
     return request.response(SUCCESS)
@@ -164,4 +230,6 @@ HANDLERS: dict[int, Handler] = {
     GET_ROUTEINFO_BY_TOPIC: get_route, GET_BROKER_CLUSTER_INFO: get_cluster_info,
     UPDATE_AND_CREATE_TOPIC: update_topic, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: update_group,
     SEND_MESSAGE: send_message, SEND_MESSAGE_V2: send_message, HEART_BEAT: heart_beat, UNREGISTER_CLIENT: heart_beat,
+    PULL_MESSAGE: pull_message, QUERY_CONSUMER_OFFSET: query_consumer_offset,
+    UPDATE_CONSUMER_OFFSET: update_consumer_offset, GET_MAX_OFFSET: queue_bound, GET_MIN_OFFSET: queue_bound,
 }

@@ -17,6 +17,8 @@ from .handlers import SYSTEM_ERROR, RemotingBroker
 
 log = logging.getLogger("rmqc.remoting")
 READ_CHUNK = 64 * 1024
+MAX_IN_FLIGHT = 64
+"""Requests of one connection being answered at once; the connection reads no more until one is done."""
 
 
 class RemotingServer:
@@ -53,8 +55,11 @@ class RemotingServer:
         self.broker = RemotingBroker(self.model, f"{self.host}:{self.broker_port}")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Requests on one connection run side by side (a client pipelines them: a suspended pull must not
+        hold its heart beats back), at most ``MAX_IN_FLIGHT`` at once; answers go out as they are ready."""
         splitter = FrameSplitter()
-        loop = asyncio.get_running_loop()
+        slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        tasks: set[asyncio.Task] = set()
         try:
             while True:
                 data = await reader.read(READ_CHUNK)
@@ -64,17 +69,30 @@ class RemotingServer:
                     request = decode(payload)
                     if request.is_response:
                         continue  # answers to broker-to-client calls are not awaited yet
-                    response = await loop.run_in_executor(self._executor, self._answer, request)
-                    if not request.is_oneway:
-                        writer.write(encode(response))
-                        await writer.drain()
+                    await slots.acquire()
+                    task = asyncio.create_task(self._reply(request, writer, slots))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
         except FrameError as exc:
             self.connections_closed_for_bad_frames += 1
             log.info("closing %s: %s", writer.get_extra_info("peername"), exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            for task in tasks:
+                task.cancel()
             writer.close()
+
+    async def _reply(self, request: Command, writer: asyncio.StreamWriter, slots: asyncio.Semaphore) -> None:
+        try:
+            response = await asyncio.get_running_loop().run_in_executor(self._executor, self._answer, request)
+            if not request.is_oneway and not writer.is_closing():
+                writer.write(encode(response))
+                await writer.drain()
+        except (ConnectionError, RuntimeError):
+            pass  # the client went away
+        finally:
+            slots.release()
 
     def _answer(self, request: Command) -> Command:
         assert self.broker is not None
