@@ -16,6 +16,7 @@ import argparse
 import base64
 import itertools
 import json
+import os
 import sys
 import threading
 import time
@@ -27,6 +28,27 @@ PROTOCOL_VERSION = 1
 CAPABILITIES = ["send.sync", "send.oneway", "delay.level", "consumer.filter.tag", "consumer.push4x.concurrent",
                 "consumer.push4x.orderly"]
 EXIT_NO_LIBRARY = 3
+LIBRARY_SHA256 = "ed3fce39f2b926637637a2b8b9122799f207b0cdf98dbd9110505bf43170fa30"
+"""``rocketmq/librocketmq.so`` of the registry's rocketmq-python-cvs 2.1.0.3 (drivers/install_librocketmq.py)."""
+
+
+def library_check() -> str:
+    """The sha256 of the librocketmq the SDK will load (the one beside its ``ffi.py``); a missing file or
+    another hash raises ``OSError`` with one line."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.find_spec("rocketmq")
+    if spec is None or not spec.submodule_search_locations:
+        raise OSError("rocketmq-client-python is not installed in this environment")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "librocketmq.so")
+    if not os.path.exists(path):
+        raise OSError(f"{path} is missing (make driver-4x installs it from the registry)")
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != LIBRARY_SHA256:
+        raise OSError(f"{path} has sha256 {digest}, not the known build {LIBRARY_SHA256}; refused")
+    return digest
 
 
 class Driver:
@@ -103,7 +125,7 @@ class Driver:
 
     def cmd_hello(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"protocol": PROTOCOL_VERSION, "driver": "rocketmq-client-python", "version": "2.0.0",
-                "profiles": [REMOTING_4X], "clock": "wall", "time_scale": 1.0}
+                "profiles": [REMOTING_4X], "clock": "wall", "time_scale": 1.0, "library_sha256": LIBRARY_SHA256}
 
     def cmd_open(self, m: dict[str, Any]) -> dict[str, Any]:
         if m["profile"] != REMOTING_4X:
@@ -204,6 +226,7 @@ def main() -> int:
     parser.add_argument("--auto-create", action="store_true", help="the broker creates topics on first use")
     args = parser.parse_args()
     try:
+        library_check()
         from rocketmq import client as sdk
     except (ImportError, OSError) as exc:  # the SDK loads librocketmq through ctypes when imported
         sys.stderr.write(f"rocketmq-client-python cannot load librocketmq: {exc}\n")

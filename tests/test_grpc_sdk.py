@@ -15,7 +15,7 @@ from serving import ROOT, start_serve, stop_serve
 from adapters.grpc import GrpcTarget
 from history.values import ListenerOutcome
 from reference_impl.rules import retry5x
-from suites.tolerance import close_enough, tolerance_for
+from suites.tolerance import redelivered_in_time, tolerance_for
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_full_17_attempt_ladder_through_the_sdk(serve_fast):
           f"waits {waits} ms; backoff table {table} ms; tolerance {tolerance.absolute_ms} ms + "
           f"{tolerance.relative:.0%}")
     assert [e.attempt for e in delivered] == list(range(1, 18))
-    assert all(close_enough(target, seen, want) for seen, want in zip(waits, table)), (waits, table)
+    assert all(redelivered_in_time(target, seen, want) for seen, want in zip(waits, table)), (waits, table)
     assert [e.topic for e in events if e.kind == "DLQ" and e.key == "m0"] == ["%DLQ%G"]
     assert wall_s < 30, f"the ladder took {wall_s:.1f} s of wall time"
 
