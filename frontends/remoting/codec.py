@@ -42,6 +42,8 @@ class Command:
     language: str = "JAVA"
     version: int = 0
     serialize: int = JSON
+    connection: int = field(default=0, compare=False)
+    """Which connection a request came on (set by the server; never encoded)."""
 
     @property
     def is_response(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import codes, storage, topic_types
+from reference_impl.rules import filter as filter_rules
 
 from ..model_service import RealTimeModel
 from .codec import Command
@@ -22,6 +23,7 @@ from .codec import Command
 # request codes (common/.../protocol/RequestCode.java@rocketmq-all-4.9.8)
 SEND_MESSAGE, PULL_MESSAGE, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET = 10, 11, 14, 15
 UPDATE_AND_CREATE_TOPIC, GET_MAX_OFFSET, GET_MIN_OFFSET, HEART_BEAT, UNREGISTER_CLIENT = 17, 30, 31, 34, 35
+CONSUMER_SEND_MSG_BACK, GET_CONSUMER_LIST_BY_GROUP = 36, 38
 GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, SEND_MESSAGE_V2 = 200, 310
 # response codes (RemotingSysResponseCode, ResponseCode)
@@ -62,6 +64,15 @@ class RemotingBroker:
         self.model = model
         self.broker_address = broker_address
         self.broker_name = broker_name
+        self.consumers: dict[str, dict[str, int]] = {}
+        """``ConsumerManager``: group -> client id -> the connection its last heart beat came on."""
+
+    def connection_closed(self, connection: int) -> None:
+        """``ClientHousekeepingService.onChannelClose``: a closed connection's consumers leave their groups."""
+        with self.model.locked():
+            for clients in self.consumers.values():
+                for client in [c for c, conn in clients.items() if conn == connection]:
+                    del clients[client]
 
     def handle(self, request: Command) -> Command:
         handler = HANDLERS.get(request.code)
@@ -189,12 +200,20 @@ def pull_message(b: RemotingBroker, request: Command) -> Command:
                                     {**bounds, "nextBeginOffset": str(moved)})
         if offset == len(queue):
             return request.response(PULL_NOT_FOUND, "no new message", {**bounds, "nextBeginOffset": str(offset)})
-        batch = queue[offset:offset + most]
+        wanted = filter_rules.parse_tag_expression(ext.get("subscription")) \
+            if ext.get("expressionType", "TAG") == "TAG" else None
+        scanned = queue[offset:offset + most * 4]  # like getMessage, scan on past the units the filter drops
+        batch = [m for m in scanned if wanted is None
+                 or filter_rules.broker_tag_match(wanted, filter_rules.tags_code(m.tags))][:most]
+        next_offset = batch[-1].queue_offset + 1 if len(batch) == most else offset + len(scanned)
+        if not batch:
+            return request.response(PULL_RETRY_IMMEDIATELY, "no matched message",
+                                    {**bounds, "nextBeginOffset": str(next_offset)})
         body = b"".join(storage.encode_commitlog(storage.CommitLogMessage(
             m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset, storage.reset_transaction_value(0, m.tran_type),
             m.born_ms, ("127.0.0.1", 0), m.store_ms, ("127.0.0.1", 0), m.reconsume_times, 0, dict(m.properties)))
             for m in batch)
-    return request.response(SUCCESS, ext={**bounds, "nextBeginOffset": str(offset + len(batch))}, body=body)
+    return request.response(SUCCESS, ext={**bounds, "nextBeginOffset": str(next_offset)}, body=body)
 
 
 def query_consumer_offset(b: RemotingBroker, request: Command) -> Command:
@@ -222,14 +241,63 @@ def queue_bound(b: RemotingBroker, request: Command) -> Command:
 
 
 def heart_beat(b: RemotingBroker, request: Command) -> Command:
-    """``ClientManageProcessor.heartBeat``: accepted (the consumers' subscriptions come with issue 20's pull)."""
+    """``ClientManageProcessor.heartBeat``: each consumer group in the ``HeartbeatData`` registers the client
+    and gets its ``%RETRY%group`` topic (``createTopicInSendMessageBackMethod``, the group's retry queues)."""
+    try:
+        data = json.loads(request.body.decode("utf-8") or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the body is not HeartbeatData: {exc}") from None
+    client = str(data.get("clientID", ""))
+    with b.model.locked() as sim:
+        for consumer in data.get("consumerDataSet") or ():
+            group = str(consumer.get("groupName", ""))
+            if not group:
+                continue
+            config = sim.broker.group(group)
+            sim.broker.ensure_topic(f"%RETRY%{group}", config.retry_queue_nums)
+            b.consumers.setdefault(group, {})[client] = request.connection
     return request.response(SUCCESS)
+
+
+def unregister_client(b: RemotingBroker, request: Command) -> Command:
+    """``ClientManageProcessor.unregisterClient``: the client leaves its consumer group."""
+    group = request.ext.get("consumerGroup")
+    if group:
+        with b.model.locked():
+            b.consumers.get(group, {}).pop(request.ext.get("clientID", ""), None)
+    return request.response(SUCCESS)
+
+
+def consumer_list(b: RemotingBroker, request: Command) -> Command:
+    """``ConsumerManageProcessor.getConsumerListByGroup``: the group's client ids, or SYSTEM_ERROR."""
+    group = request.ext["consumerGroup"]
+    with b.model.locked():
+        ids = sorted(b.consumers.get(group, {}))
+    if not ids:
+        return request.response(SYSTEM_ERROR, f"no consumer for this group, {group}")
+    return request.response(SUCCESS, body=_json({"consumerIdList": ids}))
+
+
+def send_back(b: RemotingBroker, request: Command) -> Command:
+    """``SendMessageProcessor.consumerSendMsgBack``: the message at ``offset`` goes back with its delay level
+    (to the retry topic, or the DLQ past the maximum) by the model's rule (RETRY-CONC-04)."""
+    ext = request.ext
+    with b.model.locked() as sim:
+        offset = int(ext["offset"])
+        if not 0 <= offset < len(sim.broker.commit_log):
+            return request.response(SYSTEM_ERROR, f"look message by offset failed, {offset}")
+        message = sim.broker.commit_log[offset]
+        max_times = int(ext["maxReconsumeTimes"]) if "maxReconsumeTimes" in ext else None
+        code = sim.broker.consumer_send_msg_back(ext["group"], message, ext.get("originTopic") or message.topic,
+                                                 int(ext.get("delayLevel", 0)), max_times)
+    return request.response(code)
 
 
 HANDLERS: dict[int, Handler] = {
     GET_ROUTEINFO_BY_TOPIC: get_route, GET_BROKER_CLUSTER_INFO: get_cluster_info,
     UPDATE_AND_CREATE_TOPIC: update_topic, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: update_group,
-    SEND_MESSAGE: send_message, SEND_MESSAGE_V2: send_message, HEART_BEAT: heart_beat, UNREGISTER_CLIENT: heart_beat,
+    SEND_MESSAGE: send_message, SEND_MESSAGE_V2: send_message, HEART_BEAT: heart_beat,
+    UNREGISTER_CLIENT: unregister_client, GET_CONSUMER_LIST_BY_GROUP: consumer_list, CONSUMER_SEND_MSG_BACK: send_back,
     PULL_MESSAGE: pull_message, QUERY_CONSUMER_OFFSET: query_consumer_offset,
     UPDATE_CONSUMER_OFFSET: update_consumer_offset, GET_MAX_OFFSET: queue_bound, GET_MIN_OFFSET: queue_bound,
 }

@@ -7,6 +7,7 @@ answered REQUEST_CODE_NOT_SUPPORTED; a one-way request gets no answer.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,7 @@ class RemotingServer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="rmqc-remoting-io", daemon=True)
         self._servers: list[asyncio.base_events.Server] = []
         self.connections_closed_for_bad_frames = 0
+        self._connections = itertools.count(1)
 
     @property
     def namesrv_address(self) -> str:
@@ -59,6 +61,7 @@ class RemotingServer:
         hold its heart beats back), at most ``MAX_IN_FLIGHT`` at once; answers go out as they are ready."""
         splitter = FrameSplitter()
         slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        connection = next(self._connections)
         tasks: set[asyncio.Task] = set()
         try:
             while True:
@@ -67,6 +70,7 @@ class RemotingServer:
                     return
                 for payload in splitter.feed(data):
                     request = decode(payload)
+                    request.connection = connection
                     if request.is_response:
                         continue  # answers to broker-to-client calls are not awaited yet
                     await slots.acquire()
@@ -82,6 +86,12 @@ class RemotingServer:
             for task in tasks:
                 task.cancel()
             writer.close()
+            if self.broker is not None:
+                try:
+                    await asyncio.get_running_loop().run_in_executor(self._executor, self.broker.connection_closed,
+                                                                     connection)
+                except RuntimeError:  # the server is stopping: nothing is left to tidy
+                    pass
 
     async def _reply(self, request: Command, writer: asyncio.StreamWriter, slots: asyncio.Semaphore) -> None:
         try:
