@@ -45,8 +45,9 @@ REFERENCE = TargetKind("reference", "", "", REMOTING_4X, "adapters.reference")
 GRPC = TargetKind("grpc", "grpc://", "HOST:PORT", GRPC_5X, "adapters.grpc")
 CONTAINER = TargetKind("container", "container:", "IMAGE", GRPC_5X, "adapters.container")
 DRIVER = TargetKind("driver", "driver:", "CMD", GRPC_5X, "adapters.driver")
+REMOTING = TargetKind("remoting", "remoting://", "NAMESRV", REMOTING_4X, "adapters.remoting4x")
 
-KINDS: tuple[TargetKind, ...] = (REFERENCE, GRPC, CONTAINER, DRIVER)
+KINDS: tuple[TargetKind, ...] = (REFERENCE, GRPC, CONTAINER, DRIVER, REMOTING)
 USAGE = " | ".join(k.usage for k in KINDS)
 """The forms, for help texts."""
 

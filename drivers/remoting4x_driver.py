@@ -32,6 +32,11 @@ LIBRARY_SHA256 = "ed3fce39f2b926637637a2b8b9122799f207b0cdf98dbd9110505bf43170fa
 """``rocketmq/librocketmq.so`` of the registry's rocketmq-python-cvs 2.1.0.3 (drivers/install_librocketmq.py)."""
 
 
+def text(value: Any) -> str:
+    """A value the SDK may hand over as bytes, as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else (value or "")
+
+
 def library_check() -> str:
     """The sha256 of the librocketmq the SDK will load (the one beside its ``ffi.py``); a missing file or
     another hash raises ``OSError`` with one line."""
@@ -196,15 +201,18 @@ class Driver:
         target, handle, group = m["target"], m["handle"], m["group"]
 
         def on_message(msg: Any) -> Any:
-            view = {"msg_id": msg.id, "topic": msg.topic, "key": msg.keys or None, "tags": msg.tags or None,
-                    "body": base64.b64encode(msg.body or b"").decode(), "reconsume_times": msg.reconsume_times,
+            # the SDK hands id, topic, keys, tags and body to listeners as bytes
+            view = {"msg_id": text(msg.id), "topic": text(msg.topic), "key": text(msg.keys) or None,
+                    "tags": text(msg.tags) or None, "body": base64.b64encode(msg.body or b"").decode(),
+                    "reconsume_times": msg.reconsume_times,
                     "delivery_attempt": msg.reconsume_times + 1, "queue_id": msg.queue_id,
-                    "queue_offset": msg.queue_offset, "stored_topic": msg.topic}
-            self.emit(target, "DELIVER", topic=msg.topic, group=group, msg_id=msg.id, key=view["key"],
+                    "queue_offset": msg.queue_offset, "stored_topic": text(msg.topic)}
+            self.emit(target, "DELIVER", topic=view["topic"], group=group, msg_id=view["msg_id"], key=view["key"],
                       queue_id=msg.queue_id, queue_offset=msg.queue_offset, attempt=view["delivery_attempt"])
             answer = self.ask({"ask": "consume", "target": target, "consumer": handle, "view": view})
             ok = answer.get("outcome") == "SUCCESS"
-            self.emit(target, "CONSUME_OK" if ok else "CONSUME_FAIL", topic=msg.topic, group=group, msg_id=msg.id,
+            self.emit(target, "CONSUME_OK" if ok else "CONSUME_FAIL", topic=view["topic"], group=group,
+                      msg_id=view["msg_id"],
                       key=view["key"], attempt=view["delivery_attempt"], detail={"outcome": answer.get("outcome", "")})
             return self.sdk.ConsumeStatus.CONSUME_SUCCESS if ok else self.sdk.ConsumeStatus.RECONSUME_LATER
 
