@@ -74,3 +74,14 @@ def test_harness_runs_the_differential_path_for_other_targets() -> None:
     run_checked(make, reference_for, Scenario("push4x-concurrent", (MessagePlan("m0", 2),)))
     assert len(made) == 1 and len(predictions) == 1
     assert tolerance_for(made[0]) == Tolerance(250, 0.05)
+
+
+def test_a_lateness_window_accepts_late_waits_inside_it_only() -> None:
+    """RETRY-5X-11's window: a 5.x redelivery may come 2-5 s after its documented wait, never earlier."""
+    window = Tolerance(0, 0.0, 2_000, 5_000)
+    assert window.accepts(12_000, 10_000) and window.accepts(15_000, 10_000)
+    assert not window.accepts(10_000, 10_000) and not window.accepts(15_001, 10_000)
+    assert window.spread_ms == 3_000
+    check_life("m0", Life(3, (12_000, 33_000), "CONSUMED"), EXPECTED, window)
+    with pytest.raises(SpecViolation, match="2000-5000 ms late by RETRY-5X-11"):
+        check_life("m0", Life(3, (10_000, 30_000), "CONSUMED"), EXPECTED, window)
