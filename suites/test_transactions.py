@@ -80,9 +80,15 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
                 and close_enough(target, min(first, interval + TRANSACTION_TIMEOUT_MS), first), "TX-03",
                 f"first check {first} ms after the half, the spec says within {interval} ms past "
                 f"the {TRANSACTION_TIMEOUT_MS} ms timeout")
+        # the server scans on a fixed schedule; on a wall clock a check can only reach the client late (a
+        # burst while the SDK starts), never early: the schedule is where the earliest offsets sit, and
+        # most checks must fall on it
+        offsets = [t - k * interval for k, t in enumerate(checks)]
+        phase = min(offsets)
+        late = [k + 1 for k, off in enumerate(offsets) if off - phase > tolerance_for(target).allowed(interval)]
         gaps = [b - a for a, b in zip(checks, checks[1:])]
-        require(all(close_enough(target, gap, interval) for gap in gaps), "TX-03",
-                f"gaps between checks {gaps}, the spec says {interval} ms")
+        require(len(late) <= len(checks) // 3, "TX-03",
+                f"checks {late} off a schedule of one every {interval} ms (gaps {gaps})")
     delivered = [e for e in events if e.kind == "DELIVER" and e.key == "tx"]
     if commit_on_check is None:
         require(not delivered, "TX-04", f"delivered {len(delivered)} times after {len(checks)} UNKNOW answers")
