@@ -153,23 +153,38 @@ def test_a_driver_that_is_not_one_is_a_clear_error(tmp_path):
 
 
 def test_4x_sdk_driver_speaks_the_protocol_or_says_why_not():
-    """The rocketmq-client-python driver, in its own environment (make driver-4x). Without librocketmq the
-    SDK cannot load; the driver says so and every 4.x-driver test is not applicable with that reason."""
+    """The rocketmq-client-python driver, in its own environment (make driver-4x), sends through a name
+    server: ``RMQC_NAMESRV`` when set, else the remoting front end of an ``rmqc serve`` started here. Without
+    librocketmq the SDK cannot load; the driver says so and the test is not applicable with that reason."""
+    from serving import start_serve, stop_serve
+
+    from adapters.remoting_client import RemotingAdmin
+
     python = ROOT / ".venv-4x" / "bin" / "python"
     if not python.exists():
         pytest.skip("not applicable: the 4.x SDK environment is missing (make driver-4x creates .venv-4x)")
-    command = f"{python} {ROOT / 'drivers' / 'remoting4x_driver.py'} --namesrv {os.environ.get('RMQC_NAMESRV', '127.0.0.1:9876')}"
+    process = None
+    namesrv = os.environ.get("RMQC_NAMESRV")
+    if namesrv is None:
+        process, _ = start_serve(1.0, "--namesrv-port", "0")
     try:
-        target = DriverTarget(command, "remoting-4.x")
-    except TargetError as exc:
-        if "cannot load librocketmq" in str(exc):
-            pytest.skip(f"not applicable: {exc}")
-        raise
-    try:
-        assert "consumer.push4x.concurrent" in target.capabilities and target.version == "2.0.0"
-        if "RMQC_NAMESRV" not in os.environ:
-            pytest.skip("not applicable: no 4.x name server to send to (set RMQC_NAMESRV=HOST:PORT)")
-        result = target.producer().send("TopicTest", b"x", key="k")
-        assert result.status == "SEND_OK" and [e.kind for e in target.events()][-1] == "SEND_OK"
+        if namesrv is None:
+            out = process.stdout.readline() if process.stdout else ""
+            namesrv = out.split("name server on ")[1].split(",")[0]
+        RemotingAdmin(namesrv).create_topic("TopicTest", 4, 4, 6, None)
+        command = f"{python} {ROOT / 'drivers' / 'remoting4x_driver.py'} --namesrv {namesrv}"
+        try:
+            target = DriverTarget(command, "remoting-4.x")
+        except TargetError as exc:
+            if "cannot load librocketmq" in str(exc):
+                pytest.skip(f"not applicable: {exc}")
+            raise
+        try:
+            assert "consumer.push4x.concurrent" in target.capabilities and target.version == "2.0.0"
+            result = target.producer().send("TopicTest", b"x", key="k")
+            assert result.status == "SEND_OK" and [e.kind for e in target.events()][-1] == "SEND_OK"
+        finally:
+            target.close()
     finally:
-        target.close()
+        if process is not None:
+            stop_serve(process)
