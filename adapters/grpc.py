@@ -263,7 +263,7 @@ class GrpcTarget(Target):
         reader_group = f"rmqc-dlq-{self._tag}"
         # a dead letter carries its reconsume times: a reader with the default 16 retries would
         # dead-letter it again on the first pop
-        self._set_up_group(reader_group, retry_max_times=10_000)
+        self._set_up_group({"name": reader_group, "retry_max_times": 10_000})
         try:
             reader = self.sdk.SimpleConsumer(self._config, reader_group, {topic: self.sdk.FilterExpression()},
                                              await_duration=1)
@@ -277,15 +277,16 @@ class GrpcTarget(Target):
 
     # ---- admin --------------------------------------------------------------------------------
 
-    def _set_up_group(self, real_name: str, retry_max_times: int, fifo: bool = False,
-                      retry_policy: str = "CUSTOMIZED") -> bool:
-        """A group's settings through the name server's brokers, else rmqc serve's old side channel; False
-        when neither is there."""
-        if self.admin is not None:
-            self._remoting_admin(lambda: self.admin.create_group(real_name, retry_max_times, fifo, retry_policy))
+    def _set_up_group(self, settings: dict[str, Any]) -> bool:
+        """A group's settings (``name`` on the server, ``retry_max_times``, ``fifo``, ``retry_policy``) through
+        the name server's brokers, else rmqc serve's old side channel; False when neither is there."""
+        admin = self.admin
+        if admin is not None:
+            self._remoting_admin(lambda: admin.create_group(settings["name"], settings["retry_max_times"],
+                                                            settings.get("fifo", False),
+                                                            settings.get("retry_policy", "CUSTOMIZED")))
             return True
-        return self._admin("ConfigureGroup", {"name": real_name, "retry_max_times": retry_max_times, "fifo": fifo,
-                                              "retry_policy": retry_policy})
+        return self._admin("ConfigureGroup", settings)
 
     def _remoting_admin(self, action: Callable[[], None]) -> None:
         try:
@@ -319,7 +320,7 @@ class GrpcTarget(Target):
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
-        if not self._set_up_group(self.real(name), retry_max_times, fifo, retry_policy):
+        if not self._set_up_group(settings):
             raise NotApplicable(f"{self.name} has no admin API and no name server was given (--rmq-namesrv); "
                                 f"configure group {self.real(name)} with mqadmin first")
         self._groups.setdefault(name, {}).update(settings)

@@ -55,7 +55,6 @@ class RemotingTarget(DriverTarget):
         self._set_up(f"create topic {name}", lambda: self.admin.create_topic(
             name, int(options.get("read_queues", 4)), int(options.get("write_queues", 4)), int(options.get("perm", 6)),
             None))
-        # the group's retry topics of the C++ client are read once at start-up: see configure_group
 
     def configure_group(self, name: str, **options: Any) -> None:
         self._set_up(f"configure group {name}", lambda: self.admin.create_group(

@@ -15,18 +15,15 @@ from history.profiles import BROKER_PROFILES
 from reports.summary import RunSummary
 from spec import versions
 from suites.plugin.hypothesis_profiles import ENV as HYPOTHESIS_ENV
+from suites.plugin.options import NAMESRV_HELP, TARGET_VERSION_HELP
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="run the conformance suites against a target")
     parser.add_argument("--target", default="reference", help=USAGE)
     parser.add_argument("--profile", default=None, help=f"{' | '.join(BROKER_PROFILES)} (default: all the target runs)")
-    parser.add_argument("--target-version", default=None, metavar="V",
-                        help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
-                             f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
-    parser.add_argument("--namesrv", default=None, metavar="HOST:PORT",
-                        help="for a 5.x proxy target: set topics and groups up through this name server's brokers with "
-                             "the remoting admin codes, as mqadmin does (default: the one rmqc serve reports)")
+    parser.add_argument("--target-version", default=None, metavar="V", help=TARGET_VERSION_HELP)
+    parser.add_argument("--namesrv", default=None, metavar="HOST:PORT", help=NAMESRV_HELP)
     parser.add_argument("--expectations", default=None, metavar="FILE",
                         help="expectation file of the target (expectations/<name>.yaml): the exit code is the gate's, "
                              "failing on an unexpected failure or an unexpected pass")

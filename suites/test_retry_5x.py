@@ -61,10 +61,11 @@ def test_simple_consumer_never_acking_reaches_dlq(target):
     seen = []
     for _ in range(3 * (10_000 + latest) // 1000 + 10):  # bounded: every attempt's window, receiving each second
         seen += [(v.delivery_attempt, target.now_ms()) for v in consumer.receive(16, invisible_ms=10_000)]
-        if len(seen) >= 3 and target.events() and any(e.kind == "DLQ" for e in target.events()):
+        if len(seen) >= 3 and any(e.kind == "DLQ" for e in target.events()):
             break
         target.advance(1000)
     require([a for a, _ in seen] == [1, 2, 3], "RETRY-5X-10", f"attempts {seen}")
+    # receives come once a second: an observed gap may fall up to one step short of the true one
     gaps = [b - a for (_, a), (_, b) in zip(seen, seen[1:])]
     require(all(redelivered_in_time(target, gap + 1000, 10_000) or redelivered_in_time(target, gap, 10_000)
                 for gap in gaps), "RETRY-5X-11",

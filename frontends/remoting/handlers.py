@@ -83,9 +83,6 @@ class RemotingBroker:
         except (KeyError, ValueError) as exc:  # a missing or malformed header field
             return request.response(SYSTEM_ERROR, f"bad request {request.code}: {exc}")
 
-    def _sim(self) -> Simulation:
-        return self.model.sim
-
 
 def get_route(b: RemotingBroker, request: Command) -> Command:
     """``DefaultRequestProcessor.getRouteInfoByTopic``: queue data and broker data, or TOPIC_NOT_EXIST."""

@@ -45,8 +45,8 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
         state.version = state.version or target.version
         if not state.timing:
             tolerance = tolerance_for(target)
-            late_min, late_max = tolerance_for(target, redelivery=True).late_min_ms, \
-                tolerance_for(target, redelivery=True).late_max_ms
+            window = tolerance_for(target, redelivery=True)
+            late_min, late_max = window.late_min_ms, window.late_max_ms
             state.timing = {"time_scale": target.time_scale, "tolerance_absolute_ms": tolerance.absolute_ms,
                             "tolerance_relative": tolerance.relative,
                             "redelivery_late_ms": [late_min, late_max],

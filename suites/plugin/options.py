@@ -17,6 +17,11 @@ from spec.loader import SpecError, default_spec
 from . import hypothesis_profiles
 from .state import RunState, set_run_state
 
+TARGET_VERSION_HELP = (f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
+                       f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
+NAMESRV_HELP = ("for a 5.x proxy target: the name server whose brokers take the set-up through the remoting admin "
+                "codes, as mqadmin does (default: the one rmqc serve reports, if any)")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rocketmq-conformance")
@@ -27,12 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="expectation file (expectations/<name>.yaml): the run passes when only expected failures fail")
     group.addoption("--rmq-out", default=None, help="write summary.json and events.parquet of this run here")
     group.addoption("--rmq-run-id", default=None, help="run id recorded in the event log")
-    group.addoption("--rmq-target-version", default=None, metavar="V",
-                    help=f"the RocketMQ release the target behaves as ({', '.join(versions.COVERED)} or develop; "
-                         f"default {versions.LATEST}): behaviours that do not hold there are not applicable")
-    group.addoption("--rmq-namesrv", default=None, metavar="HOST:PORT",
-                    help="for a 5.x proxy target: the name server whose brokers take the set-up through the remoting "
-                         "admin codes, as mqadmin does (default: the one rmqc serve reports, if any)")
+    group.addoption("--rmq-target-version", default=None, metavar="V", help=TARGET_VERSION_HELP)
+    group.addoption("--rmq-namesrv", default=None, metavar="HOST:PORT", help=NAMESRV_HELP)
     group.addoption("--rmq-hypothesis-profile", default=None, choices=hypothesis_profiles.NAMES,
                     help=f"load this Hypothesis profile of the project (or set {hypothesis_profiles.ENV}); "
                          "by default none is loaded, except realtime for a target on a wall clock")
