@@ -6,6 +6,7 @@ applicable" with the target's reason, never into a pass.
 from __future__ import annotations
 
 import abc
+import os
 from typing import Callable, Mapping, Protocol, Sequence
 
 from history.events import Event
@@ -30,10 +31,23 @@ CAPABILITIES = {
     "fault.send": "broker faults on sends (unreachable, timeout, SYSTEM_BUSY, ...) can be injected",
     "topic.multi_broker": "a topic can span several brokers",
     "consumer.filter.tag": "tag subscriptions", "consumer.filter.sql": "SQL92 subscriptions",
-    "consumer.crash": "a consumer can be killed without a clean shutdown",
+    "consumer.crash": "a consumer can vanish without a clean shutdown and without closing its connections "
+                      "(the broker notices only when its channel expires)",
     "observe.queue_id": "the queue a sent message was stored in is observable by the client",
     "observe.offset": "the consume offset the broker stores for a group and queue can be queried",
+    "observe.client_offsets": "the offsets a 4.x client commits locally are events (OFFSET_COMMIT)",
+    "send.orderly": "4.x ordered send: the queue chosen by a sharding key",
+    "sdk.cpp4x": "the 4.x C++ client (rocketmq-client-cpp, under rocketmq-client-python): its habits SDK-CPP-*",
 }
+
+
+BUDGET_ENV = "RMQC_BUDGET_S"
+DEFAULT_BUDGET_S = 120.0
+
+
+def wall_budget_s() -> float:
+    """Wall seconds one test may take on a wall-clock target (``rmqc run --budget`` sets ``RMQC_BUDGET_S``)."""
+    return float(os.environ.get(BUDGET_ENV) or DEFAULT_BUDGET_S)
 
 
 class TargetError(Exception):
@@ -59,6 +73,9 @@ class Target(abc.ABC):
     profile: str
     capabilities: frozenset[str]
     time_scale: float = 1.0
+    client_timer_scale: float = 1.0
+    """Spec ms per ms of an SDK's own timer (an orderly local retry, say): 1 where the client's timers run on
+    spec time; ``1 / time_scale`` where an SDK on the wall clock meets a server on a time scale."""
     version: str | None = None
     """The product version under test (for expectation files' ``when.version``), when the target tells it."""
 

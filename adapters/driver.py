@@ -112,7 +112,7 @@ class DriverProcess:
         session = self.sessions[ask["target"]]
         answer: dict[str, Any] = {"cmd": "answer", "ask_id": ask["ask_id"]}
         if ask["ask"] == "consume":
-            outcome = session.listeners[ask["consumer"]](view_from_json(ask["view"]))
+            outcome = session.listeners[ask["consumer"]](view_from_json(session.incoming(ask["view"])))
             answer["outcome"] = ListenerOutcome(outcome).name
         elif ask["ask"] == "check":
             state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
@@ -158,8 +158,11 @@ class DriverTarget(Target):
     _sessions = itertools.count(1)
 
     def __init__(self, command: str, profile: str, *, run_id: str = "run", seed: int = 0,
-                 release: str = versions.LATEST) -> None:
-        self.process = driver_process(command)
+                 release: str = versions.LATEST, process: DriverProcess | None = None) -> None:
+        """``process``: a driver process of this session's own (stopped by ``close``); by default the one
+        process of ``command`` every session of the test process shares."""
+        self.own_process = process is not None
+        self.process = process or driver_process(command)
         hello = self.process.hello
         self.name = DRIVER.text(command)
         self.profile = profile
@@ -175,10 +178,18 @@ class DriverTarget(Target):
         self.version = opened.get("version") or hello.get("version")
 
     def call(self, cmd: str, **fields: Any) -> dict[str, Any]:
-        return self.process.call({"cmd": cmd, "target": self.session, **fields})
+        return self.process.call({"cmd": cmd, "target": self.session, **self.outgoing(fields)})
+
+    def outgoing(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A command's fields as the driver gets them (a target may rename topics and groups)."""
+        return fields
+
+    def incoming(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """An event row or a message view from the driver, as the suites see it."""
+        return row
 
     def received(self, row: Mapping[str, Any]) -> None:
-        self._events.append(event_from_json(row, target=self.name))
+        self._events.append(event_from_json(self.incoming(row), target=self.name))
 
     def _handle(self, kind: str) -> str:
         return f"{self.session}-{kind}{next(self._handles)}"
@@ -264,6 +275,8 @@ class DriverTarget(Target):
         if self.process.process.poll() is None:
             self.call("close")
         self.process.sessions.pop(self.session, None)
+        if self.own_process:
+            self.process.stop()
 
 
 class DriverProducer:

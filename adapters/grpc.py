@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -31,7 +29,8 @@ from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 from spec import versions
 
-from .base import NotApplicable, Target, TargetError
+from .base import NotApplicable, Target, TargetError, wall_budget_s
+from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClientError
 from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
 from .targets import GRPC, Probe
@@ -41,8 +40,6 @@ log = logging.getLogger("rmqc.grpc")
 CAPABILITIES = frozenset({"send.sync", "send.async", "delay.timer", "consumer.simple5x", "consumer.push5x",
                           "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag", "transactions"})
 PROBE_TIMEOUT_S = 5.0
-DEFAULT_BUDGET_S = 120.0
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,100}$")
 
 
 @dataclass
@@ -96,7 +93,7 @@ class GrpcTarget(Target):
     """A 5.x proxy through the official Python SDK."""
 
     def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
-                 time_scale: float | None = None, budget_s: float = DEFAULT_BUDGET_S,
+                 time_scale: float | None = None, budget_s: float | None = None,
                  release: str = versions.LATEST, namesrv: str | None = None) -> None:
         """``namesrv``: the name server whose brokers take the set-up (topics with their message type, groups
         with their retry policy) through the remoting admin codes, as mqadmin does; discovered from
@@ -112,15 +109,14 @@ class GrpcTarget(Target):
         self.time_scale = time_scale or self.info.time_scale
         self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
         self.version = self.info.version
-        self.budget_s = budget_s
+        self.budget_s = budget_s or wall_budget_s()
         self.sdk = load_sdk()
         scale_fifo_local_retries(self.time_scale)
         self.recorder = EventRecorder(run_id, self.name, profile)
         self._lock = threading.RLock()
         self._t0 = self.info.answered_at  # spec time 0 is the instant the server told its time
-        self._tag = uuid.uuid4().hex[:6]
-        self._real: dict[str, str] = {}
-        self._logical: dict[str, str] = {}
+        self.names = SessionNames()
+        self._tag = self.names.tag
         self._clients: list[Any] = []
         self._groups: dict[str, dict[str, Any]] = {}
         self._subscriptions: dict[str, tuple[str, frozenset[str]]] = {}  # group -> (topic, tags or empty = all)
@@ -134,17 +130,10 @@ class GrpcTarget(Target):
     # ---- names --------------------------------------------------------------------------------
 
     def real(self, name: str) -> str:
-        """The name on the server: suffixed when the suffixed name is still a legal one."""
-        if name in self._real:
-            return self._real[name]
-        real = f"{name}-{self._tag}" if _NAME.match(name) else name
-        self._real[name], self._logical[real] = real, name
-        return real
+        return self.names.real(name)
 
     def logical(self, real: str) -> str:
-        if real.startswith("%DLQ%"):
-            return "%DLQ%" + self.logical(real[5:])
-        return self._logical.get(real, real)
+        return self.names.logical(real)
 
     # ---- time ---------------------------------------------------------------------------------
 
@@ -263,7 +252,9 @@ class GrpcTarget(Target):
         reader_group = f"rmqc-dlq-{self._tag}"
         # a dead letter carries its reconsume times: a reader with the default 16 retries would
         # dead-letter it again on the first pop
-        self._set_up_group({"name": reader_group, "retry_max_times": 10_000})
+        if self.admin is not None:
+            self._remoting_admin(f"configure group {reader_group}",
+                                 lambda a: a.create_group(reader_group, 10_000, False, None))
         try:
             reader = self.sdk.SimpleConsumer(self._config, reader_group, {topic: self.sdk.FilterExpression()},
                                              await_duration=1)
@@ -277,52 +268,31 @@ class GrpcTarget(Target):
 
     # ---- admin --------------------------------------------------------------------------------
 
-    def _set_up_group(self, settings: dict[str, Any]) -> bool:
-        """A group's settings (``name`` on the server, ``retry_max_times``, ``fifo``, ``retry_policy``) through
-        the name server's brokers, else rmqc serve's old side channel; False when neither is there."""
-        admin = self.admin
-        if admin is not None:
-            self._remoting_admin(lambda: admin.create_group(settings["name"], settings["retry_max_times"],
-                                                            settings.get("fifo", False),
-                                                            settings.get("retry_policy", "CUSTOMIZED")))
-            return True
-        return self._admin("ConfigureGroup", settings)
-
-    def _remoting_admin(self, action: Callable[[], None]) -> None:
+    def _remoting_admin(self, what: str, action: Callable[[RemotingAdmin], None]) -> None:
+        """Set-up through the name server's brokers, as mqadmin does; with no name server known (a real proxy
+        and no ``--namesrv``) the test is not applicable."""
+        if self.admin is None:
+            raise NotApplicable(f"{self.name}: no name server to set up through (give --namesrv); "
+                                f"{what} with mqadmin first")
         try:
-            action()
+            action(self.admin)
         except RemotingClientError as exc:
-            raise TargetError(f"{self.name}: set-up through the name server failed: {exc}") from None
-
-    def _admin(self, method: str, request: dict[str, Any]) -> bool:
-        """Call ``rmqc.Admin``; False when the server has no admin side channel (a real proxy)."""
-        if not self.info.admin:
-            return False
-        answer = admin_call(self.address, method, request)
-        if answer.get("code") != 20000:
-            raise TargetError(f"{self.name}: {method} {request}: {answer}")
-        return True
+            raise TargetError(f"{self.name}: {what} through the name server failed: {exc}") from None
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
                      message_type: str = "NORMAL", brokers: int = 1) -> None:
         if brokers > 1:
             raise NotApplicable(f"{self.name}: topics spanning several brokers are set up outside the SDK")
-        if self.admin is not None:
-            self._remoting_admin(lambda: self.admin.create_topic(self.real(name), read_queues, write_queues, perm,
-                                                                 message_type))
-        elif not self._admin("CreateTopic", {"name": self.real(name), "read_queues": read_queues, "perm": perm,
-                                             "write_queues": write_queues, "message_type": message_type}):
-            raise NotApplicable(f"{self.name} has no admin API and no name server was given (--rmq-namesrv); "
-                                f"create topic {self.real(name)} "
-                                f"({read_queues}/{write_queues} queues) with mqadmin first")
+        real = self.real(name)
+        self._remoting_admin(f"create topic {real} ({read_queues}/{write_queues} queues, {message_type})",
+                             lambda a: a.create_topic(real, read_queues, write_queues, perm, message_type))
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
-        if not self._set_up_group(settings):
-            raise NotApplicable(f"{self.name} has no admin API and no name server was given (--rmq-namesrv); "
-                                f"configure group {self.real(name)} with mqadmin first")
+        self._remoting_admin(f"configure group {settings['name']}", lambda a: a.create_group(
+            settings["name"], retry_max_times, fifo, retry_policy))
         self._groups.setdefault(name, {}).update(settings)
 
     # ---- clients ------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from .targets import Probe
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
            "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
            "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
-           "observe.queue_id", "observe.offset"}
+           "observe.queue_id", "observe.offset",
+           "observe.client_offsets"}
 CAPABILITIES_BY_PROFILE = {
     REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
@@ -68,7 +69,8 @@ class ReferenceTarget(Target):
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, *, orderly: bool = False,
                          broadcasting: bool = False, max_reconsume_times: int = -1, suspend_ms: int = 1000,
                          expression: str = "*", expression_type: str = "TAG",
-                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET", consume_timestamp_ms: int | None = None):
+                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET", consume_timestamp_ms: int | None = None,
+                         sdk: str = "java"):
         self.require("consumer.push4x.orderly" if orderly else "consumer.push4x.concurrent")
         if broadcasting:
             self.require("consumer.push4x.broadcast")
@@ -78,7 +80,7 @@ class ReferenceTarget(Target):
                                          max_reconsume_times=max_reconsume_times, suspend_ms=suspend_ms,
                                          expression=expression, expression_type=expression_type,
                                          consume_from_where=consume_from_where,
-                                         consume_timestamp_ms=consume_timestamp_ms)
+                                         consume_timestamp_ms=consume_timestamp_ms, sdk=sdk)
 
     def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*"):
         self.require("consumer.simple5x")

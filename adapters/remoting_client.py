@@ -9,10 +9,12 @@ import itertools
 import json
 import re
 import socket
+import struct
 from typing import Any
 
 from frontends.remoting import handlers as codes
 from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
+from reference_impl.rules.storage import CommitLogMessage, decode_commitlog
 
 
 class RemotingClientError(ConnectionError):
@@ -68,6 +70,29 @@ class RemotingClient:
         except OSError as exc:
             raise RemotingClientError(f"{self.address}: {exc}") from None
 
+    def next_request(self, timeout_s: float | None = None) -> Command:
+        """The next request the server sent this client (a broker-to-client call), waiting for one."""
+        self.sock.settimeout(timeout_s or self.timeout_s)
+        try:
+            while True:
+                for payload in self._pending:
+                    command = decode(payload)
+                    if not command.is_response:
+                        self._pending.remove(payload)
+                        return command
+                data = self.sock.recv(65536)
+                if not data:
+                    raise RemotingClientError(f"{self.address} closed the connection")
+                self._pending += self._splitter.feed(data)
+        except socket.timeout:
+            raise RemotingClientError(f"{self.address} sent no request within {timeout_s or self.timeout_s} s") from None
+        finally:
+            self.sock.settimeout(self.timeout_s)
+
+    def reply(self, request: Command, code: int, ext: dict[str, Any] | None = None, body: bytes = b"") -> None:
+        """Answer a broker-to-client request."""
+        self.sock.sendall(encode(request.response(code, None, {k: str(v) for k, v in (ext or {}).items()}, body)))
+
     # ---- the admin codes mqadmin sends ----
 
     def create_topic(self, topic: str, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
@@ -101,6 +126,40 @@ class RemotingClient:
         return [data["brokerAddrs"]["0"] for data in table.values() if "0" in data.get("brokerAddrs", {})]
 
 
+    def runtime_info(self) -> dict[str, str]:
+        """A broker's ``GET_BROKER_RUNTIME_INFO`` table."""
+        answer = self.call(codes.GET_BROKER_RUNTIME_INFO)
+        if answer.code != codes.SUCCESS:
+            raise RemotingClientError(f"{self.address}: runtime info answered {answer.code} {answer.remark}")
+        return dict(fastjson_loads(answer.body).get("table", {}))
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        answer = self.call(codes.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
+        return int(answer.ext.get("offset", 0)) if answer.code == codes.SUCCESS else 0
+
+    def pull(self, group: str, topic: str, queue_id: int, offset: int, most: int = 32,
+             expression: str = "*") -> tuple[int, list[CommitLogMessage], int]:
+        """One pull without suspension: the code, the messages and the next offset to pull from."""
+        answer = self.call(codes.PULL_MESSAGE, {
+            "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
+            "maxMsgNums": most, "sysFlag": 0, "commitOffset": 0, "suspendTimeoutMillis": 0,
+            "subscription": expression, "subVersion": 0, "expressionType": "TAG"})
+        messages = commitlog_units(answer.body) if answer.code == codes.SUCCESS else []
+        return answer.code, messages, int(answer.ext.get("nextBeginOffset", offset))
+
+
+def commitlog_units(body: bytes) -> list[CommitLogMessage]:
+    """A pull's body: commit-log units one after the other, each led by its total size."""
+    out, pos = [], 0
+    while pos + 4 <= len(body):
+        size = struct.unpack_from(">i", body, pos)[0]
+        if size <= 0 or pos + size > len(body):
+            raise RemotingClientError(f"a pulled message unit of {size} bytes overruns the body ({len(body)} bytes)")
+        out.append(decode_commitlog(body[pos:pos + size]))
+        pos += size
+    return out
+
+
 _BARE_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
 
 
@@ -116,12 +175,20 @@ class RemotingAdmin:
     def __init__(self, namesrv: str, timeout_s: float = 5.0) -> None:
         self.namesrv, self.timeout_s = namesrv, timeout_s
 
-    def _each_broker(self, action: Any) -> None:
+    def brokers(self) -> list[str]:
         with RemotingClient(self.namesrv, self.timeout_s) as ns:
             brokers = ns.broker_addresses()
         if not brokers:
             raise RemotingClientError(f"the name server {self.namesrv} knows no broker")
-        for address in brokers:
+        return brokers
+
+    def time_scale(self) -> float:
+        """``rmqc serve``'s time scale from its brokers' runtime info; 1 for a real broker (no such key)."""
+        with RemotingClient(self.brokers()[0], self.timeout_s) as broker:
+            return float(broker.runtime_info().get(codes.TIME_SCALE_KEY, 1.0))
+
+    def _each_broker(self, action: Any) -> None:
+        for address in self.brokers():
             with RemotingClient(address, self.timeout_s) as broker:
                 answer = action(broker)
                 if answer.code != codes.SUCCESS:

@@ -23,3 +23,8 @@ class LocalTransactionState(enum.Enum):
     COMMIT_MESSAGE = "COMMIT_MESSAGE"
     ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
     UNKNOW = "UNKNOW"
+
+
+CPP_4X_SDK = "cpp"
+"""The ``sdk`` of a 4.x scenario or consumer that follows the C++ client's habits (SDK-CPP-01..03), not the
+Java ``DefaultMQPushConsumer``'s."""

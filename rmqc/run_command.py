@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import suites
-from adapters.base import TargetError
+from adapters.base import BUDGET_ENV, DEFAULT_BUDGET_S, TargetError
 from adapters.targets import USAGE, parse_target
 from history.profiles import BROKER_PROFILES
 from reports.summary import RunSummary
@@ -29,6 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "failing on an unexpected failure or an unexpected pass")
     parser.add_argument("-k", dest="keyword", default=None, help="only tests matching this pytest -k expression")
     parser.add_argument("--out", default=None, help="run folder (default reports/out/<run-id>)")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help=f"wall seconds one test may take on a wall-clock target; longer scenarios are not "
+                             f"applicable (default {DEFAULT_BUDGET_S:g}; sets {BUDGET_ENV})")
     parser.add_argument("--pytest-arg", action="append", default=[], help="extra argument passed to pytest")
     parser.add_argument("--spark-check", action="store_true",
                         help="Spark-check this run's event log (the checks that hold under any consumer settings)")
@@ -75,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--rmq-hypothesis-profile", "ci" if probe.virtual_clock else "realtime"]
     if args.keyword:
         argv += ["-k", args.keyword]
+    if args.budget is not None:
+        os.environ[BUDGET_ENV] = repr(args.budget)
     argv += args.pytest_arg
     code = int(pytest.main(argv))
     summary_path = out / "summary.json"

@@ -1,4 +1,4 @@
-"""``rmqc serve``: the reference model over the RocketMQ 5.x gRPC protocol."""
+"""``rmqc serve``: the reference model over the RocketMQ 5.x gRPC protocol and the 4.x remoting protocol."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from spec import versions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve the reference over the 5.x gRPC protocol (official SDKs connect to it)")
+    p = sub.add_parser("serve", help="serve the reference over the 5.x gRPC and the 4.x remoting protocols (official SDKs connect to it)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8081, help="port (0: any free port, printed at start)")
     p.add_argument("--profile", default=GRPC_5X, choices=[GRPC_5X])
@@ -25,13 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--version", dest="release", default=versions.LATEST, metavar="V",
                    help=f"behave as this RocketMQ release where the spec says releases differ "
                         f"({', '.join(versions.COVERED)} or develop; default {versions.LATEST})")
-    p.add_argument("--namesrv-port", type=int, default=None, metavar="PORT",
-                   help="also speak the 4.x remoting protocol: the name server's port (0: any free port)")
-    p.add_argument("--broker-port", type=int, default=None, metavar="PORT",
-                   help="the remoting broker's port (default: any free port when --namesrv-port is given)")
-    p.add_argument("--no-admin-setup", dest="admin_setup", action="store_false",
-                   help="answer only Info on the rmqc.Admin side channel: set-up must come through the remoting "
-                        "admin codes (--namesrv-port), as against a real broker")
+    p.add_argument("--namesrv-port", type=int, default=0, metavar="PORT",
+                   help="the remoting name server's port (default 0: any free port, printed at start); topics and "
+                        "groups are set up through it as with mqadmin, and 4.x clients connect to it")
+    p.add_argument("--broker-port", type=int, default=0, metavar="PORT",
+                   help="the remoting broker's port (default 0: any free port)")
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(handler=run_serve)
 
@@ -48,9 +46,7 @@ def run_serve(args: argparse.Namespace) -> int:
         config = load_config(args.config) if args.config else None
         server = ReferenceServer(host=args.host, port=args.port, time_scale=args.time_scale, profile=args.profile,
                                  config=config, seed=args.seed, release=args.release,
-                                 remoting_ports=None if args.namesrv_port is None and args.broker_port is None
-                                 else (args.namesrv_port or 0, args.broker_port or 0),
-                                 admin_setup=args.admin_setup)
+                                 remoting_ports=(args.namesrv_port, args.broker_port))
     except (ServeConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"rmqc serve: error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ Every failure message starts with the spec ID it breaks, e.g. ``[RETRY-CONC-07] 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Mapping
 
 from history.outcomes import Inconclusive
@@ -53,8 +54,20 @@ def check_life(key: str, observed: Life, expected: Expected, tolerance: Toleranc
         raise Inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
 
 
-def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Oracle, tolerance: Tolerance) -> None:
-    """Every message of the scenario against the oracle, and the scenario's own ``expect`` lines."""
+def client_timed(scenario: Scenario) -> bool:
+    """The scenario's waits are the client's own timers (the orderly local retry), not the broker's."""
+    return scenario.consumer == "push4x-orderly"
+
+
+def scaled_waits(life: Expected, factor: float) -> Expected:
+    return dataclasses.replace(life, waits_ms=tuple(int(w * factor) for w in life.waits_ms))
+
+
+def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Oracle, tolerance: Tolerance,
+                   client_timer_scale: float = 1.0) -> None:
+    """Every message of the scenario against the oracle, and the scenario's own ``expect`` lines.
+    ``client_timer_scale``: spec ms per ms of a client timer where the client runs on the wall clock and the
+    server on a time scale (``Target.client_timer_scale``); the waits of client-timed scenarios scale by it."""
     pinned = {line["key"] for line in scenario.expect}
     for plan in scenario.messages:
         if plan.key in pinned:
@@ -63,7 +76,9 @@ def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Ora
                 f"key {plan.key}: never delivered")
         life = observed[plan.key]
         expected = oracle.expected(scenario.consumer, plan.failures, max_reconsume_times=scenario.max_reconsume_times,
-                                   retry_max_times=scenario.retry_max_times)
+                                   retry_max_times=scenario.retry_max_times, sdk=scenario.sdk)
+        if client_timed(scenario):
+            expected = scaled_waits(expected, client_timer_scale)
         if scenario.consumer == "push4x-broadcast":
             expected = Expected(expected.deliveries * scenario.instances, (0,) * (scenario.instances - 1),
                                 expected.final, expected.spec_ids)

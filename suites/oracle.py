@@ -79,8 +79,14 @@ class Oracle:
         """RETRY-CONC-02: no retry in broadcasting; a failure is dropped."""
         return Expected(1, (), "CONSUMED" if failures == 0 else "DROPPED", ("RETRY-CONC-02",))
 
-    def push4x_orderly(self, failures: int, max_reconsume_times: int = -1) -> Expected:
-        """ORDER-4X-02/-03: local retry every suspend time; DLQ once rt reaches a finite max."""
+    def push4x_orderly(self, failures: int, max_reconsume_times: int = -1, sdk: str = "java") -> Expected:
+        """ORDER-4X-02/-03: local retry every suspend time; DLQ once rt reaches a finite max. The C++ client
+        (SDK-CPP-03): 1 s while rt is at most 15, then 5 s, for ever."""
+        if sdk == "cpp":
+            d = self.spec.get("SDK-CPP-03").defaults
+            waits = tuple(int(d["shortRetryMs"]) if rt <= int(d["shortRetriesUpToReconsumeTimes"])
+                          else int(d["longRetryMs"]) for rt in range(failures))
+            return Expected(failures + 1, waits, "CONSUMED", ("SDK-CPP-03",))
         limit = self.orderly_max(max_reconsume_times)
         retries = min(failures, limit)
         waits = tuple([self.orderly_suspend_ms()] * retries)
@@ -110,7 +116,9 @@ class Oracle:
                         "CONSUMED" if failures <= limit else "DLQ", ("KAFKA-01", "KAFKA-02", "KAFKA-03"))
 
     def expected(self, consumer: str, failures: int, *, max_reconsume_times: int = -1,
-                 retry_max_times: int | None = None) -> Expected:
+                 retry_max_times: int | None = None, sdk: str = "java") -> Expected:
+        if consumer == "push4x-orderly":
+            return self.push4x_orderly(failures, max_reconsume_times, sdk)
         if consumer == "push4x-concurrent":
             return self.push4x_concurrent(failures, max_reconsume_times)
         if consumer == "push4x-broadcast":

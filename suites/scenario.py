@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 from adapters.base import Target
 from history.events import Event
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
+from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import ListenerOutcome
 from history.views import MessageView
 from spec.loader import SCENARIOS_DIR, load_yaml_validated
@@ -126,7 +127,8 @@ def _start_consumers(target: Target, scenario: Scenario) -> list[Any]:
             consumers.append(target.push_consumer_4x(
                 scenario.group, scenario.topic, listener, orderly=scenario.consumer == "push4x-orderly",
                 broadcasting=scenario.consumer == "push4x-broadcast",
-                max_reconsume_times=scenario.max_reconsume_times))
+                max_reconsume_times=scenario.max_reconsume_times,
+                **({"sdk": scenario.sdk} if scenario.sdk == CPP_SDK else {})))
         else:
             consumers.append(target.push_consumer_5x(scenario.group, scenario.topic, listener, sdk=scenario.sdk))
     return consumers

@@ -48,6 +48,7 @@ SEND_TIMES = [1_000, 3_000, 11_000, 13_000, 16_000]
 def test_a_crash_loses_progress_since_the_last_persist(target, crash_at, duplicates):
     """Offsets are persisted 10 s after start, then every 5 s; a crashed consumer's queue pauses until the
     broker drops it (120 s), then its successor starts from the last persisted offset."""
+    target.require("consumer.crash")
     target.create_topic("T", read_queues=1, write_queues=1)
     first = target.push_consumer_4x("G", "T", OK)
     producer = target.producer()

@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 from frontends.process import spawn_listening
+from history.outcomes import NotApplicable
 
 ROOT = Path(__file__).resolve().parent.parent
+VENV_4X = ROOT / ".venv-4x" / "bin" / "python"
 
 
 def start_serve(time_scale: float, *extra: str) -> tuple[subprocess.Popen, str]:
@@ -20,3 +22,21 @@ def stop_serve(process: subprocess.Popen) -> str:
     process.terminate()
     out, _ = process.communicate(timeout=10)
     return out
+
+
+def namesrv_of(process: subprocess.Popen) -> str:
+    """The remoting name server address ``rmqc serve`` prints on its second line."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    return line.split("name server on ")[1].split(",")[0]
+
+
+def require_4x_sdk() -> None:
+    """Not applicable, with the reason, where the 4.x SDK or its librocketmq cannot run here."""
+    if not VENV_4X.exists():
+        raise NotApplicable("the 4.x environment is missing (make driver-4x)")
+    probe = subprocess.run([str(VENV_4X), "-c", "import sys; sys.path.insert(0, 'drivers'); "
+                            "import remoting4x_driver as d; d.library_check()"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=30)
+    if probe.returncode != 0:
+        raise NotApplicable(f"rocketmq-client-python cannot run here: {probe.stderr.strip().splitlines()[-1:]}")

@@ -8,13 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from serving import ROOT, start_serve, stop_serve
+from serving import VENV_4X, require_4x_sdk, start_serve, stop_serve
 
 from adapters.grpc import GrpcTarget
 from adapters.remoting_client import RemotingAdmin
-from history.outcomes import NotApplicable
 
-VENV_4X = ROOT / ".venv-4x" / "bin" / "python"
 SEND_4X = '''
 import sys
 from rocketmq.client import Producer, Message
@@ -32,19 +30,9 @@ producer.shutdown()
 '''
 
 
-def _four_x_ready() -> None:
-    if not VENV_4X.exists():
-        raise NotApplicable("the 4.x environment is missing (make driver-4x)")
-    probe = subprocess.run([str(VENV_4X), "-c", "import sys; sys.path.insert(0, 'drivers'); "
-                            "import remoting4x_driver as d; d.library_check()"], cwd=ROOT, capture_output=True,
-                           text=True, timeout=30)
-    if probe.returncode != 0:
-        raise NotApplicable(f"rocketmq-client-python cannot run here: {probe.stderr.strip().splitlines()[-1:]}")
-
-
 @pytest.mark.spec("SEND-4X-01", "RETRY-5X-06")
 def test_the_4x_sdk_sends_and_the_5x_sdk_receives_from_one_server(tmp_path: Path) -> None:
-    _four_x_ready()
+    require_4x_sdk()
     process, address = start_serve(0.01, "--namesrv-port", "0")
     try:
         target = GrpcTarget(address, budget_s=60)
@@ -98,7 +86,7 @@ consumer.shutdown()  # the 2.0.0 client build dies with SIGSEGV here: everything
 def test_the_5x_sdk_sends_and_the_4x_push_consumer_retries_on_the_4x_ladder() -> None:
     """The other way round: messages sent over gRPC by the 5.x SDK reach a 4.x PushConsumer over remoting;
     a RECONSUME_LATER comes back with reconsume times 1 after delay level 3 (10 s of spec time)."""
-    _four_x_ready()
+    require_4x_sdk()
     scale = 0.1
     process, address = start_serve(scale, "--namesrv-port", "0")
     try:

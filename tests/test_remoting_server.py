@@ -2,20 +2,27 @@
 and groups with mqadmin's admin codes, reads routes and sends; bad frames close only their connection."""
 from __future__ import annotations
 
+import json
 import socket
 import struct
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.remoting_client import RemotingClient, RemotingClientError
+from adapters.remoting_client import (
+    RemotingClient,
+    RemotingClientError,
+    commitlog_units,
+)
 from frontends.model_service import RealTimeModel
 from frontends.remoting import handlers as h
 from frontends.remoting.codec import ROCKETMQ, Command, encode
 from frontends.remoting.server import RemotingServer
 from history.profiles import GRPC_5X
 from reference_impl.model.simulation import Simulation
+from reference_impl.rules import message_id
 
 pytestmark = pytest.mark.spec("TOPIC-05")
 
@@ -60,7 +67,10 @@ def test_a_send_is_stored_in_the_model(server, serialize: int, code: int, short:
             names = {v: k for k, v in h.V2_FIELDS.items()}
             header = {names[k]: v for k, v in header.items()}
         answer = client.call(code, header, body=b"hello")
-        assert answer.code == h.SUCCESS and answer.ext["msgId"] == f"u-{code}-{serialize}"
+        assert answer.code == h.SUCCESS
+        # SendMessageResponseHeader.msgId is the offset message id: the store host and the commit-log offset
+        host, port, offset = message_id.decode_offset_msg_id(answer.ext["msgId"])
+        assert (host, port) == ("127.0.0.1", server.broker_port)
     with server.model.locked() as sim:
         stored = [m for m in sim.broker.queues[("S", 0)] if m.msg_id == f"u-{code}-{serialize}"]
         assert len(stored) == 1 and stored[0].body == b"hello" and stored[0].properties["KEYS"] == f"k-{code}-{serialize}"
@@ -83,35 +93,73 @@ def test_an_unreachable_server_is_named_with_its_cause() -> None:
         RemotingClient(f"127.0.0.1:{port}", timeout_s=1)
 
 
+def _request_frame(code: int, ext: dict) -> bytes:
+    header = json.dumps({"code": code, "flag": 0, "opaque": 7, "language": "JAVA", "version": 0,
+                         "extFields": ext}).encode()
+    return struct.pack(">ii", len(header) + 4, len(header)) + header
+
+
 HOSTILE = st.one_of(
-    st.binary(min_size=1, max_size=64),
-    st.integers(16 * 1024 * 1024 + 1, 2**31 - 1).map(lambda n: struct.pack(">i", n)),
+    st.binary(min_size=1, max_size=64),  # noise
+    st.integers(16 * 1024 * 1024 + 1, 2**31 - 1).map(lambda n: struct.pack(">i", n)),  # over the frame limit
     st.binary(max_size=32).map(lambda header: struct.pack(">ii", len(header) + 4, len(header) + 50) + header),
     st.sampled_from([b'{"code":', b'{"code":"x"}', b'[1,2]', b'{"code":10,"extFields":{"topic":[1]}}']).map(
-        lambda header: struct.pack(">ii", len(header) + 4, len(header)) + header),
-    st.integers(2, 127).map(lambda kind: struct.pack(">ii", 6, (kind << 24) | 2) + b"{}"),
+        lambda header: struct.pack(">ii", len(header) + 4, len(header)) + header),  # bad JSON, wrong types
+    st.integers(2, 127).map(lambda kind: struct.pack(">ii", 6, (kind << 24) | 2) + b"{}"),  # unknown serialization
+    st.integers(1000, 2**31 - 1).map(lambda code: _request_frame(code, {})),  # unknown codes
+    st.builds(lambda code, field, value: _request_frame(code, {field: value}),  # wrong types in ext fields
+              st.sampled_from([h.SEND_MESSAGE, h.PULL_MESSAGE, h.QUERY_CONSUMER_OFFSET, h.UPDATE_CONSUMER_OFFSET,
+                               h.CONSUMER_SEND_MSG_BACK, h.END_TRANSACTION, h.SEARCH_OFFSET_BY_TIMESTAMP,
+                               h.GET_CONSUMER_RUNNING_INFO, h.LOCK_BATCH_MQ, h.GET_MAX_OFFSET]),
+              st.sampled_from(["topic", "queueId", "queueOffset", "offset", "commitLogOffset", "timestamp",
+                               "consumerGroup", "maxMsgNums", "sysFlag"]),
+              st.sampled_from(["abc", "-1", "99999999999999999999", "", "1.5", "\u0000"])),
 )
+FUZZED = {"frames": 0, "answered": 0, "closed": 0}
+
+
+def _answers(data: bytes) -> list[Command]:
+    from frontends.remoting.codec import FrameSplitter, decode
+
+    return [decode(payload) for payload in FrameSplitter().feed(data)]
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
           deadline=None)
-@given(frames=st.lists(HOSTILE, min_size=1, max_size=4))
+@given(frames=st.lists(HOSTILE, min_size=1, max_size=8))
 def test_hostile_frames_close_only_their_connection(server, frames: list[bytes]) -> None:
-    """Each hostile stream gets a RocketMQ code or a closed connection; the server keeps serving."""
+    """Each hostile frame gets a RocketMQ code or its connection closed; the server keeps serving."""
+    received = b""
     with socket.create_connection(("127.0.0.1", server.broker_port), timeout=5) as sock:
         for frame in frames:
             try:
                 sock.sendall(frame)
+                FUZZED["frames"] += 1
             except OSError:
                 break
         try:
             sock.shutdown(socket.SHUT_WR)
-            while sock.recv(65536):
-                pass
+            while chunk := sock.recv(65536):
+                received += chunk
         except OSError:  # the server already closed it: the answer to a bad frame
             pass
+    answers = _answers(received)
+    assert all(a.is_response and isinstance(a.code, int) for a in answers)
+    FUZZED["answered"] += len(answers)
+    FUZZED["closed"] += 1 if len(answers) < len(frames) else 0
     with RemotingClient(server.namesrv_address) as client:
         assert client.call(h.GET_BROKER_CLUSTER_INFO).code == h.SUCCESS
+
+
+def test_after_the_fuzz_a_well_formed_send_succeeds(server) -> None:
+    """Runs after the fuzz above: at least 1,000 hostile frames went in, and the broker still stores a send."""
+    assert FUZZED["frames"] >= 1000, f"the fuzz sent only {FUZZED}"
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        assert client.create_topic("AfterFuzz", 1, 1).code == h.SUCCESS
+        _send(client, "AfterFuzz", "ok", b"still serving")
+        assert [m.body for m in client.pull("G", "AfterFuzz", 0, 0)[1]] == [b"still serving"]
+    print(f"fuzz: {FUZZED['frames']} frames, {FUZZED['answered']} answered with a code, "
+          f"{FUZZED['closed']} connections closed, {server.connections_closed_for_bad_frames} for malformed frames")
 
 
 def test_a_client_that_never_reads_does_not_stop_the_others(server) -> None:
@@ -197,3 +245,131 @@ def test_a_suspended_pull_does_not_hold_back_the_requests_behind_it(server) -> N
         sock.sendall(encode(pull) + encode(Command(h.HEART_BEAT, 2)))
         first = decode(FrameSplitter().feed(sock.recv(65536))[0])
         assert first.opaque == 2 and first.code == h.SUCCESS  # the heart beat, while the pull still waits
+
+
+# ---- orderly locks, search by time, transactions and the broker's calls to its clients ----------------
+
+
+def _heart_beat(client: RemotingClient, client_id: str, consumer_group: str = "", producer_group: str = "") -> None:
+    data: dict = {"clientID": client_id, "consumerDataSet": [], "producerDataSet": []}
+    if consumer_group:
+        data["consumerDataSet"].append({"groupName": consumer_group, "consumeType": "CONSUME_PASSIVELY",
+                                        "messageModel": "CLUSTERING", "subscriptionDataSet": []})
+    if producer_group:
+        data["producerDataSet"].append({"groupName": producer_group})
+    assert client.call(h.HEART_BEAT, body=json.dumps(data).encode()).code == h.SUCCESS
+
+
+def _lock_body(client_id: str, *queues: int) -> bytes:
+    return json.dumps({"consumerGroup": "LG", "clientId": client_id, "onlyThisBroker": True,
+                       "mqSet": [{"topic": "L", "brokerName": "broker-a", "queueId": q} for q in queues]}).encode()
+
+
+def test_lock_batch_grants_free_queues_and_unlock_frees_them(server) -> None:
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (RebalanceLockManager): a queue held by one client is not granted to
+    another until the holder unlocks it."""
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as a, RemotingClient(f"127.0.0.1:{server.broker_port}") as b:
+        assert a.create_topic("L", 2, 2).code == h.SUCCESS
+        got = json.loads(a.call(h.LOCK_BATCH_MQ, body=_lock_body("A", 0, 1)).body)["lockOKMQSet"]
+        assert sorted(q["queueId"] for q in got) == [0, 1]
+        assert json.loads(b.call(h.LOCK_BATCH_MQ, body=_lock_body("B", 0)).body)["lockOKMQSet"] == []
+        assert a.call(h.UNLOCK_BATCH_MQ, body=_lock_body("A", 0)).code == h.SUCCESS
+        assert [q["queueId"] for q in json.loads(b.call(h.LOCK_BATCH_MQ, body=_lock_body("B", 0)).body)["lockOKMQSet"]] == [0]
+        assert json.loads(a.call(h.LOCK_BATCH_MQ, body=_lock_body("A", 0, 1)).body)["lockOKMQSet"] == \
+            [{"topic": "L", "brokerName": "broker-a", "queueId": 1}]
+        assert a.call(h.LOCK_BATCH_MQ, body=b"{}").code == h.SYSTEM_ERROR  # no mqSet: a clear refusal
+
+
+def test_search_offset_by_timestamp(server) -> None:
+    """SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after the time; the end when none was."""
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        assert client.create_topic("ByTime", 1, 1).code == h.SUCCESS
+        for i in range(3):
+            _send(client, "ByTime", f"t{i}", b"x")
+        at = lambda ts: int(client.call(h.SEARCH_OFFSET_BY_TIMESTAMP,  # noqa: E731
+                                        {"topic": "ByTime", "queueId": 0, "timestamp": ts}).ext["offset"])
+        assert at(0) == 0
+        assert at(10 ** 15) == 3
+
+
+def test_consumers_are_told_when_their_group_changes(server) -> None:
+    """NOTIFY_CONSUMER_IDS_CHANGED: a one-way request to the group's consumers when one joins or leaves."""
+    address = f"127.0.0.1:{server.broker_port}"
+    with RemotingClient(address) as a:
+        _heart_beat(a, "A", consumer_group="CG")
+        with RemotingClient(address) as b:
+            _heart_beat(b, "B", consumer_group="CG")
+            told = a.next_request(5)  # A's own arrival
+            told = a.next_request(5)  # B's
+            assert (told.code, told.ext["consumerGroup"], told.is_oneway) == (h.NOTIFY_CONSUMER_IDS_CHANGED, "CG", True)
+        told = a.next_request(5)  # B's connection closed: A hears again
+        assert told.code == h.NOTIFY_CONSUMER_IDS_CHANGED
+
+
+def test_consumer_running_info_is_asked_of_the_client(server) -> None:
+    """GET_CONSUMER_RUNNING_INFO: the broker forwards the admin's request to the client and answers with the
+    client's answer; a client not connected is SYSTEM_ERROR."""
+    import threading
+
+    address = f"127.0.0.1:{server.broker_port}"
+    with RemotingClient(address) as consumer, RemotingClient(address) as admin:
+        _heart_beat(consumer, "C-1", consumer_group="RG")
+
+        def answer() -> None:
+            asked = consumer.next_request(5)
+            while asked.code == h.NOTIFY_CONSUMER_IDS_CHANGED:  # its own arrival changed the group too
+                asked = consumer.next_request(5)
+            assert asked.code == h.GET_CONSUMER_RUNNING_INFO and asked.ext["clientId"] == "C-1"
+            consumer.reply(asked, h.SUCCESS, body=b'{"properties":{"consumeType":"CONSUME_PASSIVELY"}}')
+
+        replier = threading.Thread(target=answer)
+        replier.start()
+        got = admin.call(h.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "RG", "clientId": "C-1", "jstackEnable": "false"})
+        replier.join(5)
+        assert got.code == h.SUCCESS and json.loads(got.body)["properties"]["consumeType"] == "CONSUME_PASSIVELY"
+        gone = admin.call(h.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "RG", "clientId": "nobody"})
+        assert gone.code == h.SYSTEM_ERROR and "not online" in (gone.remark or "")
+
+
+def _send_half(client: RemotingClient, topic: str, key: str) -> int:
+    answer = client.call(h.SEND_MESSAGE, {"producerGroup": "PG", "topic": topic, "queueId": 0,
+                                          "sysFlag": h.TRANSACTION_PREPARED_TYPE, "bornTimestamp": 0, "flag": 0,
+                                          "properties": _properties(KEYS=key, TRAN_MSG="true", PGROUP="PG",
+                                                                    UNIQ_KEY=f"uniq-{key}")}, body=key.encode())
+    assert answer.code == h.SUCCESS
+    return message_id.decode_offset_msg_id(answer.ext["msgId"])[2]
+
+
+def _visible(client: RemotingClient, topic: str) -> list[str]:
+    code, messages, _ = client.pull("TXG", topic, 0, 0)
+    return [m.properties.get("KEYS", "") for m in messages]
+
+
+def test_transactions_end_and_are_checked_over_remoting(server) -> None:
+    """A half (TRAN_MSG, sysFlag prepared) is invisible until END_TRANSACTION commits it (TX-01); an
+    unresolved one is checked with CHECK_TRANSACTION_STATE on its producer group's connection, carrying
+    the half as a commit-log unit, and a rollback from the check keeps it invisible (TX-02, TX-03)."""
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as producer:
+        assert producer.create_topic("TxT", 1, 1).code == h.SUCCESS
+        _heart_beat(producer, "P-1", producer_group="PG")
+        committed = _send_half(producer, "TxT", "c")
+        assert _visible(producer, "TxT") == []
+        producer.call(h.END_TRANSACTION, {"producerGroup": "PG", "tranStateTableOffset": 0,
+                                          "commitLogOffset": committed, "commitOrRollback": 8,
+                                          "fromTransactionCheck": "false", "msgId": "uniq-c"}, oneway=True)
+        deadline = time.monotonic() + 5
+        while _visible(producer, "TxT") != ["c"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _visible(producer, "TxT") == ["c"]
+        _send_half(producer, "TxT", "r")
+        check = producer.next_request(10)  # the first check after the transaction timeout (60 s spec = 0.6 s)
+        assert check.code == h.CHECK_TRANSACTION_STATE and check.is_oneway
+        unit = commitlog_units(check.body)[0]
+        assert unit.properties["KEYS"] == "r" and check.ext["msgId"] == "uniq-r"
+        producer.call(h.END_TRANSACTION, {"producerGroup": "PG", "tranStateTableOffset": check.ext["tranStateTableOffset"],
+                                          "commitLogOffset": check.ext["commitLogOffset"], "commitOrRollback": 12,
+                                          "fromTransactionCheck": "true", "msgId": "uniq-r"}, oneway=True)
+        time.sleep(0.2)
+        assert _visible(producer, "TxT") == ["c"]
+        bad = producer.call(h.END_TRANSACTION, {"producerGroup": "PG", "commitLogOffset": 10 ** 9, "commitOrRollback": 8})
+        assert bad.code == h.SYSTEM_ERROR

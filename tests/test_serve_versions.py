@@ -41,10 +41,10 @@ def test_serve_as_a_release_passes_the_suites_held_to_it(tmp_path, release: str)
 
 @pytest.mark.spec("TOPIC-05", "TX-07", "RETRY-5X-06")
 def test_grpc_set_up_goes_through_the_remoting_admin_codes_only(tmp_path) -> None:
-    """With rmqc serve's old CreateTopic / ConfigureGroup side channel turned off, a grpc:// run sets its topics
+    """rmqc serve has no set-up side channel (its rmqc.Admin answers Info only): a grpc:// run sets its topics
     (with their message type) and groups (with their retry policy) up through the name server's brokers, as
     mqadmin does, and the suites still pass."""
-    process, address = start_serve(0.001, "--namesrv-port", "0", "--no-admin-setup")
+    process, address = start_serve(0.001)
     try:
         run = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", f"grpc://{address}",
                               "--out", str(tmp_path / "run"), "-k",

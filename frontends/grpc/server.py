@@ -65,7 +65,7 @@ class ReferenceServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
                  profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
                  workers: int = 64, release: str = versions.LATEST,
-                 remoting_ports: tuple[int, int] | None = None, admin_setup: bool = True) -> None:
+                 remoting_ports: tuple[int, int] | None = None) -> None:
         if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
@@ -90,7 +90,7 @@ class ReferenceServer:
         self.remoting = None if remoting_ports is None else RemotingServer(self.model, host, *remoting_ports)
         """The remoting front end (name server and broker ports) over the same model, when asked for."""
         namesrv = (lambda: self.remoting.namesrv_address) if self.remoting is not None else (lambda: None)
-        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION, namesrv, admin_setup).handler(),))
+        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION, namesrv).handler(),))
         bound = self.server.add_insecure_port(f"{host}:{port}")
         if bound == 0:
             raise OSError(f"cannot bind {host}:{port}")

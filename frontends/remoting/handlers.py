@@ -11,10 +11,11 @@ is read as ``mqadmin updateTopic -a +message.type=FIFO`` sends it (TOPIC-05).
 from __future__ import annotations
 
 import json
-from typing import Callable
+from typing import Callable, Protocol
 
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules import codes, storage, topic_types
+from reference_impl.rules import codes, message_id, storage, topic_types, validation
+from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules import filter as filter_rules
 
 from ..model_service import RealTimeModel
@@ -24,21 +25,36 @@ from .codec import Command
 SEND_MESSAGE, PULL_MESSAGE, QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET = 10, 11, 14, 15
 UPDATE_AND_CREATE_TOPIC, GET_MAX_OFFSET, GET_MIN_OFFSET, HEART_BEAT, UNREGISTER_CLIENT = 17, 30, 31, 34, 35
 CONSUMER_SEND_MSG_BACK, GET_CONSUMER_LIST_BY_GROUP = 36, 38
+GET_BROKER_RUNTIME_INFO, SEARCH_OFFSET_BY_TIMESTAMP = 28, 29
+LOCK_BATCH_MQ, UNLOCK_BATCH_MQ = 41, 42
+END_TRANSACTION, CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED = 37, 39, 40
+GET_CONSUMER_RUNNING_INFO = 307
 GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, SEND_MESSAGE_V2 = 200, 310
 # response codes (RemotingSysResponseCode, ResponseCode)
 SUCCESS, SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED, TOPIC_NOT_EXIST = 0, 1, 3, 17
 PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED, QUERY_NOT_FOUND = 19, 20, 21, 22
-FLAG_SUSPEND = 0x2
-"""``PullSysFlag.FLAG_SUSPEND``: hold a pull that finds nothing until a message comes (long polling)."""
+FLAG_COMMIT_OFFSET, FLAG_SUSPEND = 0x1, 0x2
+"""``PullSysFlag``: the pull carries the consumer's offset to commit; hold a pull that finds nothing until a
+message comes (long polling)."""
+TIME_SCALE_KEY = "rmqcTimeScale"
+"""A key only ``rmqc serve`` adds to the broker's runtime info: wall seconds per spec second (a real broker
+has none, and runs at 1)."""
 BROKER_SUSPEND_MAX_MS = 15_000
 """``BrokerConfig.brokerSuspendMaxTimeMillis``."""
 CLUSTER = "DefaultCluster"
+REBALANCE_LOCK_MAX_LIVE_MS = 60_000
+"""``RebalanceLockManager.REBALANCE_LOCK_MAX_LIVE_TIME`` (``rocketmq.broker.rebalance.lockMaxLiveTime``)."""
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch"}
 """``SendMessageRequestHeaderV2``: the short names the V2 send header uses for ``SendMessageRequestHeader``."""
 NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR = "\x01", "\x02"
+TRANSACTION_PREPARED_TYPE = 0x4
+"""``MessageSysFlag.TRANSACTION_PREPARED_TYPE``: a half message."""
+END_STATES = {8: "COMMIT_MESSAGE", 12: "ROLLBACK_MESSAGE", 0: "UNKNOW"}
+"""``EndTransactionRequestHeader.commitOrRollback``: MessageSysFlag commit / rollback / not-type values."""
+RUNNING_INFO_TIMEOUT_S = 5.0
 
 Handler = Callable[["RemotingBroker", Command], Command]
 
@@ -57,22 +73,82 @@ def _json(data: object) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
+class ClientCalls(Protocol):
+    """How the broker reaches a client on its connection (the server's side of broker-to-client calls)."""
+
+    def notify(self, connection: int, request: Command) -> None: ...
+
+    def ask(self, connection: int, request: Command, timeout_s: float) -> Command | None: ...
+
+
+class NoClientCalls:
+    def notify(self, connection: int, request: Command) -> None:
+        pass
+
+    def ask(self, connection: int, request: Command, timeout_s: float) -> Command | None:
+        return None
+
+
 class RemotingBroker:
     """The model as one name server and one broker speak for it."""
 
-    def __init__(self, model: RealTimeModel, broker_address: str, broker_name: str = "broker-a") -> None:
+    def __init__(self, model: RealTimeModel, broker_address: str, broker_name: str = "broker-a",
+                 calls: ClientCalls | None = None) -> None:
         self.model = model
         self.broker_address = broker_address
         self.broker_name = broker_name
+        self.calls: ClientCalls = calls or NoClientCalls()
         self.consumers: dict[str, dict[str, int]] = {}
         """``ConsumerManager``: group -> client id -> the connection its last heart beat came on."""
+        self.producers: dict[str, dict[str, int]] = {}
+        """``ProducerManager``: group -> client id -> connection."""
+        self.halves: dict[int, object] = {}
+        """commit-log offset -> the model's half message, for END_TRANSACTION."""
+        self.locks: dict[tuple[str, str, int], tuple[str, int]] = {}
+        """``RebalanceLockManager``: (group, topic, queue id) -> (client id, spec ms of its last lock)."""
 
     def connection_closed(self, connection: int) -> None:
-        """``ClientHousekeepingService.onChannelClose``: a closed connection's consumers leave their groups."""
+        """``ClientHousekeepingService.onChannelClose``: a closed connection's producers and consumers leave
+        their groups; the consumers left in a changed group are told (NOTIFY_CONSUMER_IDS_CHANGED)."""
         with self.model.locked():
-            for clients in self.consumers.values():
+            for clients in self.producers.values():
                 for client in [c for c, conn in clients.items() if conn == connection]:
                     del clients[client]
+            for group, clients in self.consumers.items():
+                gone = [c for c, conn in clients.items() if conn == connection]
+                for client in gone:
+                    del clients[client]
+                if gone:
+                    self.consumer_ids_changed(group)
+
+    def consumer_ids_changed(self, group: str) -> None:
+        """``Broker2Client.notifyConsumerIdsChanged``: a one-way request to every consumer of the group."""
+        for connection in set(self.consumers.get(group, {}).values()):
+            self.calls.notify(connection, Command(NOTIFY_CONSUMER_IDS_CHANGED, 0, 0, ext={"consumerGroup": group}))
+
+    def check_transaction(self, message: object, check_times: int) -> None:
+        """``Broker2Client.checkProducerTransactionState``: a one-way CHECK_TRANSACTION_STATE with the half
+        message as its body, to one connection of the half's producer group (none: nobody is asked)."""
+        group = message.properties.get("PGROUP", "")  # type: ignore[attr-defined]
+        connections = sorted(set(self.producers.get(group, {}).values()))
+        if not connections:
+            return
+        m = message
+        unit = storage.encode_commitlog(storage.CommitLogMessage(
+            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset,  # type: ignore[attr-defined]
+            storage.reset_transaction_value(0, m.tran_type), self.model.spec_wall_ms(m.born_ms),  # type: ignore[attr-defined]
+            ("127.0.0.1", 0), self.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0), 0, 0,  # type: ignore[attr-defined]
+            dict(m.properties)))  # type: ignore[attr-defined]
+        ext = {"tranStateTableOffset": str(m.queue_offset), "commitLogOffset": str(m.commit_offset),  # type: ignore[attr-defined]
+               "msgId": m.properties.get("UNIQ_KEY", ""), "transactionId": m.properties.get("UNIQ_KEY", ""),  # type: ignore[attr-defined]
+               "offsetMsgId": self.offset_msg_id(m.commit_offset)}  # type: ignore[attr-defined]
+        self.calls.notify(connections[check_times % len(connections)],
+                          Command(CHECK_TRANSACTION_STATE, 0, 0, ext=ext, body=unit))
+
+    def offset_msg_id(self, commit_offset: int) -> str:
+        """``MessageDecoder.createMessageId``: the store host and the commit-log offset."""
+        host, _, port = self.broker_address.rpartition(":")
+        return message_id.offset_msg_id(host, int(port), commit_offset)
 
     def handle(self, request: Command) -> Command:
         handler = HANDLERS.get(request.code)
@@ -156,16 +232,40 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
     properties = decode_properties(ext.get("properties", ""))
     with b.model.locked() as sim:
         config = sim.broker.topics.get(topic)
-        if config is None:
-            return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if config is None:  # msgCheck -> createTopicInSendMessageMethod from the default topic (TOPIC-02)
+            default = sim.broker.topics.get(ext.get("defaultTopic", ""))
+            try:
+                made = validation.auto_create_topic(topic, None if default is None else validation.TopicConfig(
+                    default.name, default.read_queues, default.write_queues, default.perm),
+                    int(ext.get("defaultTopicQueueNums", 4)))
+            except codes.RocketMQError as exc:
+                return request.response(TOPIC_NOT_EXIST, exc.message)
+            config = sim.broker.create_topic(topic, made.read_queues, made.write_queues, made.perm)
+        try:
+            validation.check_properties_store(ext.get("properties", ""))  # LIMIT-04, the store's limit
+        except codes.RocketMQError as exc:
+            return request.response(exc.code, exc.message)
         msg_id = properties.get("UNIQ_KEY") or sim.new_msg_id()
-        put = sim.broker.put(topic, queue_id % config.write_queues, request.body, properties, msg_id,
-                             born_ms=sim.clock.now_ms)
-        if put.code != codes.R_SUCCESS or put.message is None:
-            return request.response(put.code, put.remark or "store failed")
-        sim.emit("SEND_OK", topic=topic, msg_id=msg_id, key=properties.get("KEYS"), queue_id=put.message.queue_id,
-                 queue_offset=put.message.queue_offset)
-        answer = {"msgId": msg_id, "queueId": str(put.message.queue_id), "queueOffset": str(put.message.queue_offset)}
+        queue_id %= config.write_queues
+        if properties.get("TRAN_MSG") == "true" and int(ext.get("sysFlag", 0)) & TRANSACTION_PREPARED_TYPE:
+            # SendMessageProcessor -> TransactionalMessageService.prepareMessage; PGROUP names the producer group
+            group = tx_rules.half_producer_group(topic, properties.get("PGROUP") or ext.get("producerGroup", ""),
+                                                 through_proxy=False)
+            immunity = properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS")
+            half = sim.broker.put_half(topic, queue_id, request.body, properties, msg_id, group,
+                                       int(immunity) if immunity and immunity.isdigit() else None)
+            message = half.message
+            b.halves[message.commit_offset] = half
+            sim.broker.tx_checkers[group] = b.check_transaction
+        else:
+            put = sim.broker.put(topic, queue_id, request.body, properties, msg_id, born_ms=sim.clock.now_ms)
+            if put.code != codes.R_SUCCESS or put.message is None:
+                return request.response(put.code, put.remark or "store failed")
+            message = put.message
+        sim.emit("SEND_OK", topic=topic, msg_id=msg_id, key=properties.get("KEYS"), queue_id=message.queue_id,
+                 queue_offset=message.queue_offset)
+        answer = {"msgId": b.offset_msg_id(message.commit_offset), "queueId": str(message.queue_id),
+                  "queueOffset": str(message.queue_offset)}
     return request.response(SUCCESS, ext=answer)
 
 
@@ -186,6 +286,9 @@ def pull_message(b: RemotingBroker, request: Command) -> Command:
     with b.model.locked() as sim:
         if topic not in sim.broker.topics:
             return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if suspend and int(ext.get("sysFlag", 0)) & FLAG_COMMIT_OFFSET and "commitOffset" in ext:
+            # storeOffsetEnable: a pull the broker may suspend commits the offset it carries
+            sim.broker.offsets[(ext["consumerGroup"], topic, queue_id)] = int(ext["commitOffset"])
         deadline = sim.clock.now_ms + wait_ms
         while suspend and offset == len(_queue(sim, topic, queue_id)) and sim.clock.now_ms < deadline:
             b.model.wait(deadline, b.model.wall_seconds(deadline - sim.clock.now_ms) + 0.05)
@@ -208,7 +311,8 @@ def pull_message(b: RemotingBroker, request: Command) -> Command:
                                     {**bounds, "nextBeginOffset": str(next_offset)})
         body = b"".join(storage.encode_commitlog(storage.CommitLogMessage(
             m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset, storage.reset_transaction_value(0, m.tran_type),
-            m.born_ms, ("127.0.0.1", 0), m.store_ms, ("127.0.0.1", 0), m.reconsume_times, 0, dict(m.properties)))
+            b.model.spec_wall_ms(m.born_ms), ("127.0.0.1", 0), b.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0),
+            m.reconsume_times, 0, dict(m.properties)))
             for m in batch)
     return request.response(SUCCESS, ext={**bounds, "nextBeginOffset": str(next_offset)}, body=body)
 
@@ -246,13 +350,20 @@ def heart_beat(b: RemotingBroker, request: Command) -> Command:
         raise ValueError(f"the body is not HeartbeatData: {exc}") from None
     client = str(data.get("clientID", ""))
     with b.model.locked() as sim:
+        for producer in data.get("producerDataSet") or ():
+            if producer.get("groupName"):
+                b.producers.setdefault(str(producer["groupName"]), {})[client] = request.connection
         for consumer in data.get("consumerDataSet") or ():
             group = str(consumer.get("groupName", ""))
             if not group:
                 continue
             config = sim.broker.group(group)
             sim.broker.ensure_topic(f"%RETRY%{group}", config.retry_queue_nums)
-            b.consumers.setdefault(group, {})[client] = request.connection
+            known = b.consumers.setdefault(group, {})
+            joined = client not in known
+            known[client] = request.connection
+            if joined:  # ConsumerManager.registerConsumer: a new channel changes the group
+                b.consumer_ids_changed(group)
     return request.response(SUCCESS)
 
 
@@ -261,7 +372,12 @@ def unregister_client(b: RemotingBroker, request: Command) -> Command:
     group = request.ext.get("consumerGroup")
     if group:
         with b.model.locked():
-            b.consumers.get(group, {}).pop(request.ext.get("clientID", ""), None)
+            if b.consumers.get(group, {}).pop(request.ext.get("clientID", ""), None) is not None:
+                b.consumer_ids_changed(group)
+    producer_group = request.ext.get("producerGroup")
+    if producer_group:
+        with b.model.locked():
+            b.producers.get(producer_group, {}).pop(request.ext.get("clientID", ""), None)
     return request.response(SUCCESS)
 
 
@@ -290,6 +406,89 @@ def send_back(b: RemotingBroker, request: Command) -> Command:
     return request.response(code)
 
 
+def _queues_of(body: bytes) -> tuple[str, str, list[dict]]:
+    data = json.loads(body.decode("utf-8") or "{}")
+    if not isinstance(data, dict) or not isinstance(data.get("mqSet"), list):
+        raise ValueError("the body has no mqSet")
+    return str(data.get("consumerGroup", "")), str(data.get("clientId", "")), data["mqSet"]
+
+
+def lock_batch(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.lockBatchMQ`` over ``RebalanceLockManager.tryLockBatch``: each queue free, held
+    by the same client, or held past ``REBALANCE_LOCK_MAX_LIVE_MS`` is (re)locked to the client and named
+    in ``lockOKMQSet``; queues another client holds are left out."""
+    group, client, queues = _queues_of(request.body)
+    granted = []
+    with b.model.locked() as sim:
+        now = sim.clock.now_ms
+        for mq in queues:
+            key = (group, str(mq["topic"]), int(mq["queueId"]))
+            holder = b.locks.get(key)
+            if holder is None or holder[0] == client or now - holder[1] > REBALANCE_LOCK_MAX_LIVE_MS:
+                b.locks[key] = (client, now)
+                granted.append(mq)
+    return request.response(SUCCESS, body=_json({"lockOKMQSet": granted}))
+
+
+def unlock_batch(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.unlockBatchMQ``: the client's locks on these queues go."""
+    group, client, queues = _queues_of(request.body)
+    with b.model.locked():
+        for mq in queues:
+            key = (group, str(mq["topic"]), int(mq["queueId"]))
+            if b.locks.get(key, ("",))[0] == client:
+                del b.locks[key]
+    return request.response(SUCCESS)
+
+
+def search_offset(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.searchOffsetByTimestamp`` (``ConsumeQueue.getOffsetInQueueByTime``): the first
+    offset whose message was stored at or after the time; the queue's end when none was."""
+    ext = request.ext
+    wanted = int(ext["timestamp"])
+    with b.model.locked() as sim:
+        queue = _queue(sim, ext["topic"], int(ext["queueId"]))
+        offset = next((m.queue_offset for m in queue if b.model.spec_wall_ms(m.store_ms) >= wanted), len(queue))
+    return request.response(SUCCESS, ext={"offset": str(offset)})
+
+
+def end_transaction(b: RemotingBroker, request: Command) -> Command:
+    """``EndTransactionProcessor.processRequest``: commit or roll back the half at ``commitLogOffset``; an
+    unknown state leaves it to the checks (TX-01, TX-02). Usually one-way."""
+    ext = request.ext
+    state = END_STATES.get(int(ext.get("commitOrRollback", 0)), "UNKNOW")
+    with b.model.locked() as sim:
+        half = b.halves.get(int(ext["commitLogOffset"]))
+        if half is None:
+            return request.response(SYSTEM_ERROR, "Find prepared transaction message failed")
+        error = sim.broker.end_transaction(half, tx_rules.LocalTransactionState[state],  # type: ignore[arg-type]
+                                           ext.get("producerGroup", ""))
+    return request.response(SYSTEM_ERROR, error) if error else request.response(SUCCESS)
+
+
+def consumer_running_info(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.getConsumerRunningInfo``: the request goes on to the client's connection
+    (``Broker2Client.callClient``) and its answer comes back; a client not connected is SYSTEM_ERROR."""
+    ext = request.ext
+    with b.model.locked():
+        connection = b.consumers.get(ext["consumerGroup"], {}).get(ext["clientId"])
+    if connection is None:
+        return request.response(SYSTEM_ERROR, f"The Consumer <{ext['consumerGroup']}> <{ext['clientId']}> not online")
+    answer = b.calls.ask(connection, Command(GET_CONSUMER_RUNNING_INFO, 0, 0, ext=dict(ext)), RUNNING_INFO_TIMEOUT_S)
+    if answer is None:
+        return request.response(SYSTEM_ERROR, f"the consumer {ext['clientId']} did not answer in time")
+    return request.response(answer.code, answer.remark, dict(answer.ext), answer.body)
+
+
+def runtime_info(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.getBrokerRuntimeInfo``: a ``KVTable`` of the broker's figures; here the version,
+    the message count put so far and ``rmqcTimeScale`` (``TIME_SCALE_KEY``)."""
+    with b.model.locked() as sim:
+        table = {"brokerVersionDesc": f"V{sim.release.replace('.', '_')}", "msgPutTotalTodayNow":
+                 str(len(sim.broker.commit_log)), TIME_SCALE_KEY: repr(b.model.time_scale)}
+    return request.response(SUCCESS, body=_json({"table": table}))
+
+
 HANDLERS: dict[int, Handler] = {
     GET_ROUTEINFO_BY_TOPIC: get_route, GET_BROKER_CLUSTER_INFO: get_cluster_info,
     UPDATE_AND_CREATE_TOPIC: update_topic, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: update_group,
@@ -297,4 +496,7 @@ HANDLERS: dict[int, Handler] = {
     UNREGISTER_CLIENT: unregister_client, GET_CONSUMER_LIST_BY_GROUP: consumer_list, CONSUMER_SEND_MSG_BACK: send_back,
     PULL_MESSAGE: pull_message, QUERY_CONSUMER_OFFSET: query_consumer_offset,
     UPDATE_CONSUMER_OFFSET: update_consumer_offset, GET_MAX_OFFSET: queue_bound, GET_MIN_OFFSET: queue_bound,
+    GET_BROKER_RUNTIME_INFO: runtime_info, LOCK_BATCH_MQ: lock_batch, UNLOCK_BATCH_MQ: unlock_batch,
+    SEARCH_OFFSET_BY_TIMESTAMP: search_offset, END_TRANSACTION: end_transaction,
+    GET_CONSUMER_RUNNING_INFO: consumer_running_info,
 }

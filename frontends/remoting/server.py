@@ -7,13 +7,15 @@ answered REQUEST_CODE_NOT_SUPPORTED; a one-way request gets no answer.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import dataclasses
 import itertools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..model_service import RealTimeModel
-from .codec import Command, FrameError, FrameSplitter, decode, encode
+from .codec import ONEWAY_FLAG, Command, FrameError, FrameSplitter, decode, encode
 from .handlers import SYSTEM_ERROR, RemotingBroker
 
 log = logging.getLogger("rmqc.remoting")
@@ -37,6 +39,9 @@ class RemotingServer:
         self._servers: list[asyncio.base_events.Server] = []
         self.connections_closed_for_bad_frames = 0
         self._connections = itertools.count(1)
+        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._awaited: dict[int, concurrent.futures.Future[Command]] = {}
+        self._opaques = itertools.count(1 << 30)  # the broker's own requests: apart from the clients' opaques
 
     @property
     def namesrv_address(self) -> str:
@@ -54,7 +59,7 @@ class RemotingServer:
         self._servers = [namesrv, broker]
         self.namesrv_port = namesrv.sockets[0].getsockname()[1]
         self.broker_port = broker.sockets[0].getsockname()[1]
-        self.broker = RemotingBroker(self.model, f"{self.host}:{self.broker_port}")
+        self.broker = RemotingBroker(self.model, f"{self.host}:{self.broker_port}", calls=self)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Requests on one connection run side by side (a client pipelines them: a suspended pull must not
@@ -62,6 +67,7 @@ class RemotingServer:
         splitter = FrameSplitter()
         slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         connection = next(self._connections)
+        self._writers[connection] = writer
         tasks: set[asyncio.Task] = set()
         try:
             while True:
@@ -71,8 +77,11 @@ class RemotingServer:
                 for payload in splitter.feed(data):
                     request = decode(payload)
                     request.connection = connection
-                    if request.is_response:
-                        continue  # answers to broker-to-client calls are not awaited yet
+                    if request.is_response:  # an answer to one of the broker's own requests
+                        awaited = self._awaited.pop(request.opaque, None)
+                        if awaited is not None and not awaited.done():
+                            awaited.set_result(request)
+                        continue
                     await slots.acquire()
                     task = asyncio.create_task(self._reply(request, writer, slots))
                     tasks.add(task)
@@ -83,6 +92,7 @@ class RemotingServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._writers.pop(connection, None)
             for task in tasks:
                 task.cancel()
             writer.close()
@@ -103,6 +113,34 @@ class RemotingServer:
             pass  # the client went away
         finally:
             slots.release()
+
+    # ---- the broker's calls to its clients (handlers.ClientCalls) ----
+
+    def _write(self, connection: int, command: Command) -> None:
+        """From any thread: queue ``command`` on the connection (gone: dropped, as a closed channel would)."""
+        def write() -> None:
+            writer = self._writers.get(connection)
+            if writer is not None and not writer.is_closing():
+                writer.write(encode(command))
+
+        self._loop.call_soon_threadsafe(write)
+
+    def notify(self, connection: int, request: Command) -> None:
+        """A one-way request to a client (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE)."""
+        self._write(connection, dataclasses.replace(request, opaque=next(self._opaques), flag=ONEWAY_FLAG))
+
+    def ask(self, connection: int, request: Command, timeout_s: float) -> Command | None:
+        """A request to a client and its answer, or None after ``timeout_s`` (GET_CONSUMER_RUNNING_INFO)."""
+        opaque = next(self._opaques)
+        future: concurrent.futures.Future[Command] = concurrent.futures.Future()
+        self._awaited[opaque] = future
+        self._write(connection, dataclasses.replace(request, opaque=opaque, flag=0))
+        try:
+            return future.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            return None
+        finally:
+            self._awaited.pop(opaque, None)
 
     def _answer(self, request: Command) -> Command:
         assert self.broker is not None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from history.values import ListenerOutcome
 from history.views import Listener, MessageView
 
-from ..rules import codes, orderly4x, retry4x, sql92
+from ..rules import codes, cpp4x, orderly4x, retry4x, sql92
 from ..rules import filter as filter_rules
 from ..rules import offsets as offset_rules
 from ..rules.codes import RocketMQError
@@ -30,7 +30,10 @@ class PushConsumer4x:
                  suspend_ms: int = orderly4x.DEFAULT_SUSPEND_MS, delay_level_when_next_consume: int = 0,
                  expression: str = "*", expression_type: str = "TAG",
                  consume_from_where: str = offset_rules.CONSUME_FROM_LAST_OFFSET,
-                 consume_timestamp_ms: int | None = None) -> None:
+                 consume_timestamp_ms: int | None = None, sdk: str = "java") -> None:
+        """``sdk``: ``"java"`` (the catalog's ``DefaultMQPushConsumer``) or ``cpp4x.SDK`` (the C++ client's
+        habits: SDK-CPP-01, SDK-CPP-02, SDK-CPP-03)."""
+        self.sdk = sdk
         self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
         self.orderly, self.broadcasting = orderly, broadcasting
         self.max_reconsume_times = max_reconsume_times
@@ -220,7 +223,9 @@ class PushConsumer4x:
             resubmitted = not self._send_back(view, message)
         if resubmitted:
             self._pending_local.setdefault(key, set()).add(message.queue_offset)
-            self.sim.clock.call_later(retry4x.LOCAL_RESUBMIT_DELAY_MS,
+            wait = cpp4x.after_failed_send_back(reconsume_times)[0] if self.sdk == cpp4x.SDK \
+                else retry4x.LOCAL_RESUBMIT_DELAY_MS
+            self.sim.clock.call_later(wait,
                                       lambda: self._local_resubmit(key, message, reconsume_times + 1))
         self._commit(key, message.queue_offset + 1)
 
@@ -234,13 +239,16 @@ class PushConsumer4x:
 
     def _send_back(self, view: MessageView, message: Message) -> bool:
         """Send-back, then the inner-producer fallback (RETRY-CONC-03, -04, -08). False = both failed."""
-        effective_max = retry4x.effective_max_reconsume_times(self.max_reconsume_times, orderly=False)
+        effective_max = cpp4x.max_reconsume_times(self.max_reconsume_times) if self.sdk == cpp4x.SDK \
+            else retry4x.effective_max_reconsume_times(self.max_reconsume_times, orderly=False)
         msg = message if message.reconsume_times == view.reconsume_times else _with_rt(message, view.reconsume_times)
         code = self.sim.broker.consumer_send_msg_back(self.group, msg, view.topic,
                                                       self.delay_level_when_next_consume, effective_max)
         if code == codes.R_SUCCESS:
             self._note_retry(view, effective_max, via="send_back")
             return True
+        if self.sdk == cpp4x.SDK:
+            return False  # SDK-CPP-02: no republish fallback
         props = retry4x.fallback_republish_properties(msg.properties, view.topic, msg.msg_id, view.reconsume_times,
                                                       effective_max)
         if self.sim.broker.republish_to_retry(self.group, msg, props) == codes.R_SUCCESS:
@@ -264,6 +272,8 @@ class PushConsumer4x:
         # implements RETRY-CONC-11 through the rules it calls
         rt = self._local_rt.get((key, message.queue_offset), message.reconsume_times)
         view = self._view(message, rt)
+        if self.sdk == cpp4x.SDK:
+            return self._consume_orderly_cpp(key, message, view, rt)
         status = orderly4x.orderly_status(self._deliver(view))
         check = None
         if status is orderly4x.OrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
@@ -287,6 +297,21 @@ class PushConsumer4x:
         self._local_rt.pop((key, message.queue_offset), None)
         self._commit(key, result.commit_offset)
         return True
+
+    def _consume_orderly_cpp(self, key: QueueKey, message: Message, view: MessageView, rt: int) -> bool:
+        """SDK-CPP-03: a failure is consumed again locally after 1 s (5 s once rt passed 15), never DLQ."""
+        if self._deliver(view) is ListenerOutcome.SUCCESS:
+            self._local_rt.pop((key, message.queue_offset), None)
+            self._commit(key, message.queue_offset + 1)
+            return True
+        wait = cpp4x.orderly_retry_delay_ms(rt)
+        self._local_rt[(key, message.queue_offset)] = rt + 1
+        self._suspended_until[key] = self.sim.clock.now_ms + wait
+        self.sim.emit("RETRY_SCHEDULED", topic=view.topic, group=self.group, client_id=self.client_id,
+                      msg_id=view.msg_id, key=view.key, attempt=view.delivery_attempt + 1, expected_delay_ms=wait,
+                      detail={"via": "orderly_local"})
+        self.sim.clock.call_later(wait, self.pump)
+        return False
 
 
 def _with_rt(message: Message, reconsume_times: int) -> Message:

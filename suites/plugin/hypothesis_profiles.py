@@ -19,7 +19,7 @@ def _profiles() -> "dict[str, settings]":
     from hypothesis import HealthCheck, settings
 
     # ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
-    suppressed = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    suppressed = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much]
     common = dict(deadline=None, print_blob=True, suppress_health_check=suppressed)
     return {
         "ci": settings(max_examples=100, derandomize=True, **common),

@@ -10,9 +10,10 @@ from typing import Iterator
 
 import pytest
 
-from history.outcomes import FAIL, NOT_APPLICABLE, PASS, outcome_of
+from history.outcomes import FAIL, NOT_APPLICABLE, PASS, NotApplicable, outcome_of
 from reports.summary import TestResult
 
+from .. import reach
 from .markers import spec_ids
 from .state import has_run_state, run_state
 
@@ -25,6 +26,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     ended = outcome_of(call.excinfo.value) if call.excinfo is not None else None
+    if call.excinfo is not None and type(call.excinfo.value).__name__ == "Unsatisfiable":
+        ended = NotApplicable(f"no example within the target's reach: {reach.reasons()}")
     if ended is not None and report.failed:
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"{ended.verdict}: {ended}")
@@ -55,3 +58,7 @@ def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
     text = str(report.longrepr)
     first = next((line for line in text.splitlines() if line.startswith("E ")), text.splitlines()[-1] if text else "")
     return FAIL, first[:500]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    reach.start_test()

@@ -1,0 +1,39 @@
+"""Names on a shared server: each session suffixes its topics and groups, so runs and Hypothesis examples
+against one long-lived server never see each other's messages, offsets or consumers; what the suites see
+is the logical name again (retry and dead-letter topics included)."""
+from __future__ import annotations
+
+import re
+import uuid
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,100}$")
+SYSTEM_PREFIXES = ("%RETRY%", "%DLQ%")
+RESERVED = frozenset({"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                      "TRANS_CHECK_MAX_TIME_TOPIC", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest"})
+"""Names whose meaning is the name itself (the default topic, system topics): never suffixed."""
+
+
+class SessionNames:
+    def __init__(self) -> None:
+        self.tag = uuid.uuid4().hex[:6]
+        self._real: dict[str, str] = {}
+        self._logical: dict[str, str] = {}
+
+    def real(self, name: str) -> str:
+        """The name on the server: suffixed when the suffixed name is still a legal one."""
+        for prefix in SYSTEM_PREFIXES:
+            if name.startswith(prefix):
+                return prefix + self.real(name[len(prefix):])
+        if name in RESERVED:
+            return name
+        if name in self._real:
+            return self._real[name]
+        real = f"{name}-{self.tag}" if _NAME.match(name) else name
+        self._real[name], self._logical[real] = real, name
+        return real
+
+    def logical(self, real: str) -> str:
+        for prefix in SYSTEM_PREFIXES:
+            if real.startswith(prefix):
+                return prefix + self.logical(real[len(prefix):])
+        return self._logical.get(real, real)
