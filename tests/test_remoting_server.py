@@ -24,7 +24,7 @@ from history.profiles import GRPC_5X
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import message_id
 
-pytestmark = pytest.mark.spec("TOPIC-05")
+pytestmark = pytest.mark.spec("REMOTING-01", "TOPIC-05")
 
 
 @pytest.fixture(scope="module")
@@ -373,3 +373,33 @@ def test_transactions_end_and_are_checked_over_remoting(server) -> None:
         assert _visible(producer, "TxT") == ["c"]
         bad = producer.call(h.END_TRANSACTION, {"producerGroup": "PG", "commitLogOffset": 10 ** 9, "commitOrRollback": 8})
         assert bad.code == h.SYSTEM_ERROR
+
+
+def test_consumer_list_unregister_send_back_and_runtime_info(server) -> None:
+    """GET_CONSUMER_LIST_BY_GROUP lists the heart-beating client, UNREGISTER_CLIENT takes it out (then the
+    list is SYSTEM_ERROR); CONSUMER_SEND_MSG_BACK puts a pulled message into %RETRY%group, reconsume times
+    1 after delay level 3 (RETRY-CONC-04); GET_MIN_OFFSET / GET_MAX_OFFSET bound it; the runtime info
+    carries rmqc serve's time scale."""
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        _heart_beat(client, "U-1", consumer_group="UG")
+        listed = client.call(h.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "UG"})
+        assert listed.code == h.SUCCESS and json.loads(listed.body)["consumerIdList"] == ["U-1"]
+        assert client.call(h.UNREGISTER_CLIENT, {"clientID": "U-1", "consumerGroup": "UG"}).code == h.SUCCESS
+        assert client.call(h.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "UG"}).code == h.SYSTEM_ERROR
+
+        assert client.create_topic("Back", 1, 1).code == h.SUCCESS
+        _send(client, "Back", "b0", b"again")
+        [message] = client.pull("UG", "Back", 0, 0)[1]
+        answer = client.call(h.CONSUMER_SEND_MSG_BACK, {"offset": message.physical_offset, "group": "UG",
+                                                        "delayLevel": 0, "originMsgId": "", "originTopic": "Back",
+                                                        "maxReconsumeTimes": 16})
+        assert answer.code == h.SUCCESS
+        deadline = time.monotonic() + 5
+        retried: list = []
+        while not retried and time.monotonic() < deadline:
+            time.sleep(0.02)  # level 3: 10 s of spec time, 100 ms here
+            retried = client.pull("UG", "%RETRY%UG", 0, 0)[1]
+        assert [(m.body, m.reconsume_times) for m in retried] == [(b"again", 1)]
+        assert client.call(h.GET_MIN_OFFSET, {"topic": "Back", "queueId": 0}).ext["offset"] == "0"
+        assert client.max_offset("Back", 0) == 1
+        assert float(client.runtime_info()[h.TIME_SCALE_KEY]) == 0.01

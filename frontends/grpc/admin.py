@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import grpc
 
-from reference_impl.rules import codes, topic_types
+from reference_impl.rules import topic_types
 
 from ..model_service import RealTimeModel
 

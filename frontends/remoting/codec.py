@@ -17,7 +17,9 @@ import json
 import struct
 from dataclasses import dataclass, field
 
-FRAME_MAX_LENGTH = 16 * 1024 * 1024
+from reference_impl.rules import remoting as remoting_rules
+
+FRAME_MAX_LENGTH = remoting_rules.FRAME_MAX_LENGTH
 """``NettyDecoder``'s default ``com.rocketmq.remoting.frameMaxLength``."""
 JSON, ROCKETMQ = 0, 1
 RESPONSE_FLAG, ONEWAY_FLAG = 1, 2
@@ -83,7 +85,7 @@ def encode(cmd: Command) -> bytes:
     """``RemotingCommand.encode``: the whole frame, length prefix included."""
     header = _rocketmq_header(cmd) if cmd.serialize == ROCKETMQ else _json_header(cmd)
     length = 4 + len(header) + len(cmd.body)
-    return struct.pack(">ii", length, (cmd.serialize << 24) | len(header)) + header + cmd.body
+    return struct.pack(">ii", length, remoting_rules.header_word(cmd.serialize, len(header))) + header + cmd.body
 
 
 def _text(value: object, name: str) -> str:
@@ -177,7 +179,7 @@ def decode(payload: bytes) -> Command:
     if len(payload) < 4:
         raise FrameError(f"a frame of {len(payload)} bytes has no header length")
     (word,) = struct.unpack(">I", payload[:4])
-    kind, header_length = word >> 24, word & 0xFFFFFF
+    kind, header_length = remoting_rules.split_header_word(word)
     if header_length > len(payload) - 4:
         raise FrameError(f"decode error, bad header length: {header_length}")
     header = payload[4:4 + header_length]

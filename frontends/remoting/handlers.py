@@ -15,8 +15,8 @@ from typing import Callable, Protocol
 
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import codes, message_id, storage, topic_types, validation
-from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules import filter as filter_rules
+from reference_impl.rules import transaction as tx_rules
 
 from ..model_service import RealTimeModel
 from .codec import Command
