@@ -110,7 +110,7 @@ HOSTILE = st.one_of(
     st.builds(lambda code, field, value: _request_frame(code, {field: value}),  # wrong types in ext fields
               st.sampled_from([h.SEND_MESSAGE, h.PULL_MESSAGE, h.QUERY_CONSUMER_OFFSET, h.UPDATE_CONSUMER_OFFSET,
                                h.CONSUMER_SEND_MSG_BACK, h.END_TRANSACTION, h.SEARCH_OFFSET_BY_TIMESTAMP,
-                               h.GET_CONSUMER_RUNNING_INFO, h.LOCK_BATCH_MQ, h.GET_MAX_OFFSET]),
+                               h.GET_CONSUMER_RUNNING_INFO, h.LOCK_BATCH_MQ, h.GET_MAX_OFFSET, h.SEND_BATCH_MESSAGE]),
               st.sampled_from(["topic", "queueId", "queueOffset", "offset", "commitLogOffset", "timestamp",
                                "consumerGroup", "maxMsgNums", "sysFlag"]),
               st.sampled_from(["abc", "-1", "99999999999999999999", "", "1.5", "\u0000"])),
@@ -403,3 +403,27 @@ def test_consumer_list_unregister_send_back_and_runtime_info(server) -> None:
         assert client.call(h.GET_MIN_OFFSET, {"topic": "Back", "queueId": 0}).ext["offset"] == "0"
         assert client.max_offset("Back", 0) == 1
         assert float(client.runtime_info()[h.TIME_SCALE_KEY]) == 0.01
+
+
+def _batch_unit(body: bytes, properties: str) -> bytes:
+    props = properties.encode()
+    total = 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(props)
+    return struct.pack(">iiiii", total, 0, 0, 0, len(body)) + body + struct.pack(">h", len(props)) + props
+
+
+def test_a_batch_is_stored_in_order_and_a_delayed_batch_is_refused(server) -> None:
+    """SEND_BATCH_MESSAGE: the units go into one queue in order, each with its own properties; the answer
+    lists each unit's offset message id; a batch with DELAY is MESSAGE_ILLEGAL (DELAY-07); a truncated body
+    is answered with a code, not a crash."""
+    with RemotingClient(f"127.0.0.1:{server.broker_port}") as client:
+        assert client.create_topic("Batch", 1, 1).code == h.SUCCESS
+        body = b"".join(_batch_unit(f"b{i}".encode(), _properties(KEYS=f"k{i}", UNIQ_KEY=f"bu-{i}")) for i in range(3))
+        header = {"a": "P", "b": "Batch", "e": 0, "f": 0, "g": 0, "h": 0, "i": "", "j": 0, "m": "true"}
+        answer = client.call(h.SEND_BATCH_MESSAGE, header, body=body)
+        assert answer.code == h.SUCCESS and len(answer.ext["msgId"].split(",")) == 3
+        assert answer.ext["queueOffset"] == "0"
+        pulled = client.pull("BG", "Batch", 0, 0)[1]
+        assert [(m.body, m.properties["KEYS"]) for m in pulled] == [(b"b0", "k0"), (b"b1", "k1"), (b"b2", "k2")]
+        delayed = client.call(h.SEND_BATCH_MESSAGE, {**header, "i": _properties(DELAY="3")}, body=body)
+        assert delayed.code == 13
+        assert client.call(h.SEND_BATCH_MESSAGE, header, body=body[:30]).code == h.SYSTEM_ERROR

@@ -11,10 +11,12 @@ is read as ``mqadmin updateTopic -a +message.type=FIFO`` sends it (TOPIC-05).
 from __future__ import annotations
 
 import json
+import struct
 from typing import Callable, Protocol
 
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import codes, message_id, storage, topic_types, validation
+from reference_impl.rules import delay as delay_rules
 from reference_impl.rules import filter as filter_rules
 from reference_impl.rules import transaction as tx_rules
 
@@ -28,7 +30,7 @@ CONSUMER_SEND_MSG_BACK, GET_CONSUMER_LIST_BY_GROUP = 36, 38
 GET_BROKER_RUNTIME_INFO, SEARCH_OFFSET_BY_TIMESTAMP = 28, 29
 LOCK_BATCH_MQ, UNLOCK_BATCH_MQ = 41, 42
 END_TRANSACTION, CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED = 37, 39, 40
-GET_CONSUMER_RUNNING_INFO = 307
+GET_CONSUMER_RUNNING_INFO, SEND_BATCH_MESSAGE = 307, 320
 GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, SEND_MESSAGE_V2 = 200, 310
 # response codes (RemotingSysResponseCode, ResponseCode)
@@ -269,6 +271,58 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
     return request.response(SUCCESS, ext=answer)
 
 
+def decode_batch_body(body: bytes) -> list[tuple[bytes, dict[str, str]]]:
+    """``MessageDecoder.encodeMessages``' layout, one unit after another: total size, magic, body CRC, flag,
+    body length and body, properties length (2 bytes) and properties; (body, properties) of each."""
+    out, pos = [], 0
+    while pos < len(body):
+        if pos + 20 > len(body):
+            raise ValueError(f"a batch unit at byte {pos} is truncated")
+        total, _magic, _crc, _flag, body_length = struct.unpack_from(">iiiii", body, pos)
+        end = pos + total
+        if total < 22 or end > len(body) or body_length < 0 or pos + 20 + body_length + 2 > end:
+            raise ValueError(f"a batch unit at byte {pos} has sizes {total} / {body_length} past the body")
+        payload = body[pos + 20:pos + 20 + body_length]
+        props_length = struct.unpack_from(">h", body, pos + 20 + body_length)[0]
+        start = pos + 22 + body_length
+        properties = decode_properties(body[start:start + props_length].decode("utf-8", "replace"))
+        out.append((payload, properties))
+        pos = end
+    return out
+
+
+def send_batch(b: RemotingBroker, request: Command) -> Command:
+    """``SendMessageProcessor.sendBatchMessage``: the units of the body stored in order in one queue; a
+    delayed or transactional batch is MESSAGE_ILLEGAL (DELAY-07); the answer's ``msgId`` lists every unit's
+    offset message id, comma-separated, and ``queueOffset`` is the first's."""
+    ext = {V2_FIELDS.get(k, k): v for k, v in request.ext.items()}
+    topic, queue_id = ext["topic"], int(ext.get("queueId", 0))
+    batch_properties = decode_properties(ext.get("properties", ""))
+    units = decode_batch_body(request.body)
+    if not units:
+        return request.response(codes.R_MESSAGE_ILLEGAL, "the batch is empty")
+    tran_type = TRANSACTION_PREPARED_TYPE if batch_properties.get("TRAN_MSG") == "true" else 0
+    if delay_rules.store_rejects_batch(tran_type, int(batch_properties.get("DELAY", "0") or 0)):
+        return request.response(codes.R_MESSAGE_ILLEGAL, "some delayed or transactional messages in the batch")
+    with b.model.locked() as sim:
+        config = sim.broker.topics.get(topic)
+        if config is None:
+            return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        stored = []
+        for payload, properties in units:
+            msg_id = properties.get("UNIQ_KEY") or sim.new_msg_id()
+            put = sim.broker.put(topic, queue_id % config.write_queues, payload, properties, msg_id,
+                                 born_ms=sim.clock.now_ms)
+            if put.code != codes.R_SUCCESS or put.message is None:
+                return request.response(put.code, put.remark or "store failed")
+            sim.emit("SEND_OK", topic=topic, msg_id=msg_id, key=properties.get("KEYS"),
+                     queue_id=put.message.queue_id, queue_offset=put.message.queue_offset)
+            stored.append(put.message)
+    return request.response(SUCCESS, ext={"msgId": ",".join(b.offset_msg_id(m.commit_offset) for m in stored),
+                                          "queueId": str(stored[0].queue_id),
+                                          "queueOffset": str(stored[0].queue_offset)})
+
+
 def _queue(sim: Simulation, topic: str, queue_id: int) -> list:
     return sim.broker.queues.get((topic, queue_id), [])
 
@@ -498,5 +552,5 @@ HANDLERS: dict[int, Handler] = {
     UPDATE_CONSUMER_OFFSET: update_consumer_offset, GET_MAX_OFFSET: queue_bound, GET_MIN_OFFSET: queue_bound,
     GET_BROKER_RUNTIME_INFO: runtime_info, LOCK_BATCH_MQ: lock_batch, UNLOCK_BATCH_MQ: unlock_batch,
     SEARCH_OFFSET_BY_TIMESTAMP: search_offset, END_TRANSACTION: end_transaction,
-    GET_CONSUMER_RUNNING_INFO: consumer_running_info,
+    GET_CONSUMER_RUNNING_INFO: consumer_running_info, SEND_BATCH_MESSAGE: send_batch,
 }
