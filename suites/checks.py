@@ -5,7 +5,7 @@ Every failure message starts with the spec ID it breaks, e.g. ``[RETRY-CONC-07] 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, TypeVar
 
 from history.outcomes import Inconclusive
 from history.profiles import REMOTING_4X
@@ -54,13 +54,17 @@ def check_life(key: str, observed: Life, expected: Expected, tolerance: Toleranc
         raise Inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
 
 
+WithWaits = TypeVar("WithWaits", Expected, Life)
+
+
 def client_timed(scenario: Scenario) -> bool:
     """The scenario's waits are the client's own timers (the orderly local retry), not the broker's."""
     return scenario.consumer == "push4x-orderly"
 
 
-def scaled_waits(life: Expected, factor: float) -> Expected:
-    return dataclasses.replace(life, waits_ms=tuple(int(w * factor) for w in life.waits_ms))
+def scaled_waits(life: "WithWaits", factor: float) -> "WithWaits":
+    """An expected or predicted life with its waits times ``factor`` (client timers on a scaled server)."""
+    return dataclasses.replace(life, waits_ms=tuple(int(w * factor) for w in life.waits_ms))  # type: ignore[type-var]
 
 
 def check_scenario(scenario: Scenario, observed: Mapping[str, Life], oracle: Oracle, tolerance: Tolerance,

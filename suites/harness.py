@@ -10,7 +10,7 @@ from history.profiles import GRPC_5X, REMOTING_4X
 from history.trace import Life, lives
 from history.values import CPP_4X_SDK as CPP_SDK
 
-from .checks import check_differential, check_scenario, client_timed
+from .checks import check_differential, check_scenario, client_timed, scaled_waits
 from .oracle import default_oracle
 from .reach import out_of_reach
 from .scenario import Scenario, run_scenario
@@ -56,7 +56,6 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
     if target.name != "reference":
         predicted = lives(run_scenario(reference_for(scenario.profile), scenario), scenario.group)
         if client_timed(scenario) and factor != 1.0:
-            predicted = {k: dataclasses.replace(v, waits_ms=tuple(int(w * factor) for w in v.waits_ms))
-                         for k, v in predicted.items()}
+            predicted = {k: scaled_waits(v, factor) for k, v in predicted.items()}
         check_differential(observed, predicted, tolerance, scenario.spec or ("RETRY-CONC-04",))
     return observed
