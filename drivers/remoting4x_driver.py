@@ -157,13 +157,6 @@ class Worker:
             sys.stderr.write(f"worker of {self.handle} exited with code {code}"
                              f"{' (SIGSEGV, SDK-CPP-07)' if code == -11 else ''}\n")
 
-    def stop(self) -> None:
-        self.send({"cmd": "bye"})
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
 
 class Relay:
     def __init__(self, namesrv: str, clock: Clock) -> None:
