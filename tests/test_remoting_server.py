@@ -124,7 +124,7 @@ def _answers(data: bytes) -> list[Command]:
     return [decode(payload) for payload in FrameSplitter().feed(data)]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+@settings(max_examples=500, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
           deadline=None)
 @given(frames=st.lists(HOSTILE, min_size=1, max_size=8))
 def test_hostile_frames_close_only_their_connection(server, frames: list[bytes]) -> None:
