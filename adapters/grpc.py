@@ -116,7 +116,6 @@ class GrpcTarget(Target):
         self._lock = threading.RLock()
         self._t0 = self.info.answered_at  # spec time 0 is the instant the server told its time
         self.names = SessionNames()
-        self._tag = self.names.tag
         self._clients: list[Any] = []
         self._groups: dict[str, dict[str, Any]] = {}
         self._subscriptions: dict[str, tuple[str, frozenset[str]]] = {}  # group -> (topic, tags or empty = all)
@@ -249,7 +248,7 @@ class GrpcTarget(Target):
         if group in self._dlq_readers:
             return self._dlq_readers[group]
         topic = f"%DLQ%{self.real(group)}"
-        reader_group = f"rmqc-dlq-{self._tag}"
+        reader_group = f"rmqc-dlq-{self.names.tag}"
         # a dead letter carries its reconsume times: a reader with the default 16 retries would
         # dead-letter it again on the first pop
         if self.admin is not None:

@@ -22,7 +22,7 @@ from reference_impl.rules import transaction as tx_rules
 from spec import versions
 
 from .base import TargetError, wall_budget_s
-from .driver import DriverConsumer, DriverProcess, DriverTarget, driver_process
+from .driver import DriverConsumer, DriverProcess, DriverTarget
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClient, RemotingClientError
 from .targets import REMOTING, Probe
@@ -30,8 +30,8 @@ from .targets import REMOTING, Probe
 ROOT = Path(__file__).resolve().parent.parent
 VENV_4X_PYTHON = ROOT / ".venv-4x" / "bin" / "python"
 DRIVER = ROOT / "drivers" / "remoting4x_driver.py"
-RETRY_MAX_TIMES_CPP = 16
-"""What the C++ client sends as ``maxReconsumeTimes`` with a send-back (SDK-CPP-01)."""
+STEP_S = 0.02
+"""Wall seconds of one wait in the driver while the harness waits (the listeners' questions come between)."""
 
 
 def driver_command(namesrv: str, time_scale: float = 1.0) -> str:
@@ -228,18 +228,21 @@ class RemotingTarget(DriverTarget):
             self._read_dead_letters()
             if not self._pending() and not self._checks_may_come():
                 break
-            self.call("step", deadline_ms=self.now_ms() + max(1, int(0.02 / self.time_scale * 1000)))
+            self._step(STEP_S)
         quiet_end = min(deadline, time.monotonic() + max(0.05, 20 * self.time_scale))
         while time.monotonic() < quiet_end:
-            self.call("step", deadline_ms=self.now_ms() + max(1, int(0.02 / self.time_scale * 1000)))
+            self._step(STEP_S)
         self._read_dead_letters()
 
     def advance(self, delta_ms: int) -> None:
         """Let ``delta_ms`` of spec time pass while answering the listeners."""
         end = time.monotonic() + delta_ms * self.time_scale / 1000
         while time.monotonic() < end:
-            self.call("step", deadline_ms=self.now_ms() + max(1, int(min(end - time.monotonic(), 0.02)
-                                                                          / self.time_scale * 1000)))
+            self._step(min(end - time.monotonic(), STEP_S))
+
+    def _step(self, wall_s: float) -> None:
+        """Up to ``wall_s`` of waiting in the driver, answering the listeners' questions meanwhile."""
+        self.call("step", deadline_ms=self.now_ms() + max(1, int(wall_s / self.time_scale * 1000)))
 
 
 def build(address: str, profile: str, **options: object) -> RemotingTarget:
@@ -253,7 +256,9 @@ def probe(address: str) -> Probe:
         scale = RemotingAdmin(address).time_scale()
     except RemotingClientError as exc:
         raise TargetError(f"{REMOTING.text(address)}: unreachable: {exc}") from None
-    hello = driver_process(driver_command(address, scale)).hello
+    process = DriverProcess(driver_command(address, scale))  # each session starts its own: this one only says hello
+    hello = process.hello
+    process.stop()
     return Probe(tuple(hello.get("profiles", ())), str(hello.get("clock", "wall")), hello.get("version"), False, None)
 
 

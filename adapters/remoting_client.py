@@ -10,7 +10,7 @@ import json
 import re
 import socket
 import struct
-from typing import Any
+from typing import Any, Callable
 
 from frontends.remoting import handlers as codes
 from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
@@ -55,16 +55,7 @@ class RemotingClient:
             self.sock.sendall(encode(request))
             if oneway:
                 return request
-            while True:
-                for payload in self._pending:
-                    answer = decode(payload)
-                    if answer.is_response and answer.opaque == request.opaque:
-                        self._pending.remove(payload)
-                        return answer
-                data = self.sock.recv(65536)
-                if not data:
-                    raise RemotingClientError(f"{self.address} closed the connection")
-                self._pending += self._splitter.feed(data)
+            return self._receive(lambda c: c.is_response and c.opaque == request.opaque)
         except socket.timeout:
             raise RemotingClientError(f"{self.address} did not answer request {code} within {self.timeout_s} s") from None
         except OSError as exc:
@@ -74,20 +65,24 @@ class RemotingClient:
         """The next request the server sent this client (a broker-to-client call), waiting for one."""
         self.sock.settimeout(timeout_s or self.timeout_s)
         try:
-            while True:
-                for payload in self._pending:
-                    command = decode(payload)
-                    if not command.is_response:
-                        self._pending.remove(payload)
-                        return command
-                data = self.sock.recv(65536)
-                if not data:
-                    raise RemotingClientError(f"{self.address} closed the connection")
-                self._pending += self._splitter.feed(data)
+            return self._receive(lambda c: not c.is_response)
         except socket.timeout:
             raise RemotingClientError(f"{self.address} sent no request within {timeout_s or self.timeout_s} s") from None
         finally:
             self.sock.settimeout(self.timeout_s)
+
+    def _receive(self, wanted: Callable[[Command], bool]) -> Command:
+        """The first frame received (or kept from earlier reads) that is ``wanted``; the others stay kept."""
+        while True:
+            for payload in self._pending:
+                command = decode(payload)
+                if wanted(command):
+                    self._pending.remove(payload)
+                    return command
+            data = self.sock.recv(65536)
+            if not data:
+                raise RemotingClientError(f"{self.address} closed the connection")
+            self._pending += self._splitter.feed(data)
 
     def reply(self, request: Command, code: int, ext: dict[str, Any] | None = None, body: bytes = b"") -> None:
         """Answer a broker-to-client request."""
@@ -124,7 +119,6 @@ class RemotingClient:
             raise RemotingClientError(f"{self.address}: cluster info answered {answer.code} {answer.remark}")
         table = fastjson_loads(answer.body).get("brokerAddrTable", {})
         return [data["brokerAddrs"]["0"] for data in table.values() if "0" in data.get("brokerAddrs", {})]
-
 
     def runtime_info(self) -> dict[str, str]:
         """A broker's ``GET_BROKER_RUNTIME_INFO`` table."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from history.values import CPP_4X_SDK
 from spec.loader import Spec, default_spec
 
 INT_MAX = 2**31 - 1
@@ -82,7 +83,7 @@ class Oracle:
     def push4x_orderly(self, failures: int, max_reconsume_times: int = -1, sdk: str = "java") -> Expected:
         """ORDER-4X-02/-03: local retry every suspend time; DLQ once rt reaches a finite max. The C++ client
         (SDK-CPP-03): 1 s while rt is at most 15, then 5 s, for ever."""
-        if sdk == "cpp":
+        if sdk == CPP_4X_SDK:
             d = self.spec.get("SDK-CPP-03").defaults
             waits = tuple(int(d["shortRetryMs"]) if rt <= int(d["shortRetriesUpToReconsumeTimes"])
                           else int(d["longRetryMs"]) for rt in range(failures))
@@ -123,8 +124,6 @@ class Oracle:
             return self.push4x_concurrent(failures, max_reconsume_times)
         if consumer == "push4x-broadcast":
             return self.push4x_broadcast(failures)
-        if consumer == "push4x-orderly":
-            return self.push4x_orderly(failures, max_reconsume_times)
         if consumer == "push5x":
             return self.push5x(failures, retry_max_times)
         if consumer == "push5x-fifo":

@@ -14,6 +14,7 @@ import json
 import struct
 from typing import Callable, Protocol
 
+from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import codes, message_id, storage, topic_types, validation
 from reference_impl.rules import delay as delay_rules
@@ -52,7 +53,7 @@ V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defa
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch"}
 """``SendMessageRequestHeaderV2``: the short names the V2 send header uses for ``SendMessageRequestHeader``."""
 NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR = "\x01", "\x02"
-TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_PREPARED_TYPE = delay_rules.TRANSACTION_PREPARED_TYPE
 """``MessageSysFlag.TRANSACTION_PREPARED_TYPE``: a half message."""
 END_STATES = {8: "COMMIT_MESSAGE", 12: "ROLLBACK_MESSAGE", 0: "UNKNOW"}
 """``EndTransactionRequestHeader.commitOrRollback``: MessageSysFlag commit / rollback / not-type values."""
@@ -104,8 +105,6 @@ class RemotingBroker:
         """``ConsumerManager``: group -> client id -> the connection its last heart beat came on."""
         self.producers: dict[str, dict[str, int]] = {}
         """``ProducerManager``: group -> client id -> connection."""
-        self.halves: dict[int, object] = {}
-        """commit-log offset -> the model's half message, for END_TRANSACTION."""
         self.locks: dict[tuple[str, str, int], tuple[str, int]] = {}
         """``RebalanceLockManager``: (group, topic, queue id) -> (client id, spec ms of its last lock)."""
 
@@ -128,24 +127,26 @@ class RemotingBroker:
         for connection in set(self.consumers.get(group, {}).values()):
             self.calls.notify(connection, Command(NOTIFY_CONSUMER_IDS_CHANGED, 0, 0, ext={"consumerGroup": group}))
 
-    def check_transaction(self, message: object, check_times: int) -> None:
+    def check_transaction(self, message: Message, check_times: int) -> None:
         """``Broker2Client.checkProducerTransactionState``: a one-way CHECK_TRANSACTION_STATE with the half
         message as its body, to one connection of the half's producer group (none: nobody is asked)."""
-        group = message.properties.get("PGROUP", "")  # type: ignore[attr-defined]
+        group = message.properties.get("PGROUP", "")
         connections = sorted(set(self.producers.get(group, {}).values()))
         if not connections:
             return
-        m = message
-        unit = storage.encode_commitlog(storage.CommitLogMessage(
-            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset,  # type: ignore[attr-defined]
-            storage.reset_transaction_value(0, m.tran_type), self.model.spec_wall_ms(m.born_ms),  # type: ignore[attr-defined]
-            ("127.0.0.1", 0), self.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0), 0, 0,  # type: ignore[attr-defined]
-            dict(m.properties)))  # type: ignore[attr-defined]
-        ext = {"tranStateTableOffset": str(m.queue_offset), "commitLogOffset": str(m.commit_offset),  # type: ignore[attr-defined]
-               "msgId": m.properties.get("UNIQ_KEY", ""), "transactionId": m.properties.get("UNIQ_KEY", ""),  # type: ignore[attr-defined]
-               "offsetMsgId": self.offset_msg_id(m.commit_offset)}  # type: ignore[attr-defined]
+        uniq = message.properties.get("UNIQ_KEY", "")
+        ext = {"tranStateTableOffset": str(message.queue_offset), "commitLogOffset": str(message.commit_offset),
+               "msgId": uniq, "transactionId": uniq, "offsetMsgId": self.offset_msg_id(message.commit_offset)}
         self.calls.notify(connections[check_times % len(connections)],
-                          Command(CHECK_TRANSACTION_STATE, 0, 0, ext=ext, body=unit))
+                          Command(CHECK_TRANSACTION_STATE, 0, 0, ext=ext, body=self.commitlog_unit(message)))
+
+    def commitlog_unit(self, m: Message) -> bytes:
+        """A stored message as the commit log holds it and pulls and checks carry it (STORE-01), with its
+        timestamps as epoch milliseconds."""
+        return storage.encode_commitlog(storage.CommitLogMessage(
+            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset,
+            storage.reset_transaction_value(0, m.tran_type), self.model.spec_wall_ms(m.born_ms), ("127.0.0.1", 0),
+            self.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0), m.reconsume_times, 0, dict(m.properties)))
 
     def offset_msg_id(self, commit_offset: int) -> str:
         """``MessageDecoder.createMessageId``: the store host and the commit-log offset."""
@@ -257,18 +258,32 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
             half = sim.broker.put_half(topic, queue_id, request.body, properties, msg_id, group,
                                        int(immunity) if immunity and immunity.isdigit() else None)
             message = half.message
-            b.halves[message.commit_offset] = half
             sim.broker.tx_checkers[group] = b.check_transaction
+            _note_sent(sim, topic, message, properties)
         else:
-            put = sim.broker.put(topic, queue_id, request.body, properties, msg_id, born_ms=sim.clock.now_ms)
-            if put.code != codes.R_SUCCESS or put.message is None:
-                return request.response(put.code, put.remark or "store failed")
-            message = put.message
-        sim.emit("SEND_OK", topic=topic, msg_id=msg_id, key=properties.get("KEYS"), queue_id=message.queue_id,
-                 queue_offset=message.queue_offset)
+            stored = _store(sim, topic, queue_id, request.body, properties, msg_id)
+            if isinstance(stored, tuple):
+                return request.response(*stored)
+            message = stored
         answer = {"msgId": b.offset_msg_id(message.commit_offset), "queueId": str(message.queue_id),
                   "queueOffset": str(message.queue_offset)}
     return request.response(SUCCESS, ext=answer)
+
+
+def _store(sim: Simulation, topic: str, queue_id: int, body: bytes, properties: dict[str, str],
+           msg_id: str) -> Message | tuple[int, str]:
+    """One message into the model's store, noted as sent; or the store's refusal (code, remark)."""
+    put = sim.broker.put(topic, queue_id, body, properties, msg_id, born_ms=sim.clock.now_ms)
+    if put.code != codes.R_SUCCESS or put.message is None:
+        return put.code, put.remark or "store failed"
+    _note_sent(sim, topic, put.message, properties)
+    return put.message
+
+
+def _note_sent(sim: Simulation, topic: str, message: Message, properties: dict[str, str]) -> None:
+    """The server's event log: a send stored (a half under the topic it was sent to)."""
+    sim.emit("SEND_OK", topic=topic, msg_id=message.msg_id, key=properties.get("KEYS"),
+             queue_id=message.queue_id, queue_offset=message.queue_offset)
 
 
 def decode_batch_body(body: bytes) -> list[tuple[bytes, dict[str, str]]]:
@@ -310,14 +325,11 @@ def send_batch(b: RemotingBroker, request: Command) -> Command:
             return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
         stored = []
         for payload, properties in units:
-            msg_id = properties.get("UNIQ_KEY") or sim.new_msg_id()
-            put = sim.broker.put(topic, queue_id % config.write_queues, payload, properties, msg_id,
-                                 born_ms=sim.clock.now_ms)
-            if put.code != codes.R_SUCCESS or put.message is None:
-                return request.response(put.code, put.remark or "store failed")
-            sim.emit("SEND_OK", topic=topic, msg_id=msg_id, key=properties.get("KEYS"),
-                     queue_id=put.message.queue_id, queue_offset=put.message.queue_offset)
-            stored.append(put.message)
+            message = _store(sim, topic, queue_id % config.write_queues, payload, properties,
+                             properties.get("UNIQ_KEY") or sim.new_msg_id())
+            if isinstance(message, tuple):
+                return request.response(*message)
+            stored.append(message)
     return request.response(SUCCESS, ext={"msgId": ",".join(b.offset_msg_id(m.commit_offset) for m in stored),
                                           "queueId": str(stored[0].queue_id),
                                           "queueOffset": str(stored[0].queue_offset)})
@@ -363,11 +375,7 @@ def pull_message(b: RemotingBroker, request: Command) -> Command:
         if not batch:
             return request.response(PULL_RETRY_IMMEDIATELY, "no matched message",
                                     {**bounds, "nextBeginOffset": str(next_offset)})
-        body = b"".join(storage.encode_commitlog(storage.CommitLogMessage(
-            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset, storage.reset_transaction_value(0, m.tran_type),
-            b.model.spec_wall_ms(m.born_ms), ("127.0.0.1", 0), b.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0),
-            m.reconsume_times, 0, dict(m.properties)))
-            for m in batch)
+        body = b"".join(b.commitlog_unit(m) for m in batch)
     return request.response(SUCCESS, ext={**bounds, "nextBeginOffset": str(next_offset)}, body=body)
 
 
@@ -512,7 +520,8 @@ def end_transaction(b: RemotingBroker, request: Command) -> Command:
     ext = request.ext
     state = END_STATES.get(int(ext.get("commitOrRollback", 0)), "UNKNOW")
     with b.model.locked() as sim:
-        half = b.halves.get(int(ext["commitLogOffset"]))
+        offset = int(ext["commitLogOffset"])
+        half = next((h for h in sim.broker.halves if h.message.commit_offset == offset), None)
         if half is None:
             return request.response(SYSTEM_ERROR, "Find prepared transaction message failed")
         error = sim.broker.end_transaction(half, tx_rules.LocalTransactionState[state],  # type: ignore[arg-type]
