@@ -24,6 +24,7 @@ CAPABILITIES = {
     "consumer.simple5x": "5.x simple consumer", "consumer.push5x": "5.x push consumer",
     "consumer.push5x.fifo": "5.x FIFO push consumer",
     "sdk.java": "can act as the Java 5.x SDK", "sdk.python": "can act as the Python 5.x SDK",
+    "sdk.nodejs": "the official Node.js 5.x SDK (rocketmq-client-nodejs): its habits SDK-NODE-*",
     "transactions": "transactional messages with a scripted check",
     "inspect.broker": "broker internals (schedule topic, DLQ contents, properties) can be read",
     "fault.send_back": "CONSUMER_SEND_MSG_BACK failures can be injected",
@@ -78,6 +79,8 @@ class Target(abc.ABC):
     spec time; ``1 / time_scale`` where an SDK on the wall clock meets a server on a time scale."""
     version: str | None = None
     """The product version under test (for expectation files' ``when.version``), when the target tells it."""
+    sdk: tuple[str, str | None] | None = None
+    """The client library the target drives, ``(name, version)``: a column of the SDK × server matrix."""
 
     def require(self, *capabilities: str) -> None:
         missing = [c for c in capabilities if c not in self.capabilities]

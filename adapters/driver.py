@@ -176,6 +176,7 @@ class DriverTarget(Target):
         opened = self.call("open", profile=profile, run_id=run_id, seed=seed, release=release)
         self.capabilities = frozenset(opened.get("capabilities", ()))
         self.version = opened.get("version") or hello.get("version")
+        self.sdk = (str(hello.get("driver", command)), hello.get("version"))
 
     def call(self, cmd: str, **fields: Any) -> dict[str, Any]:
         return self.process.call({"cmd": cmd, "target": self.session, **self.outgoing(fields)})
@@ -331,7 +332,7 @@ class DriverSimpleConsumer:
 
     def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
         answer = self.target.call("receive", handle=self.handle, max_messages=max_messages, invisible_ms=invisible_ms)
-        return [view_from_json(v) for v in answer["views"]]
+        return [view_from_json(self.target.incoming(v)) for v in answer["views"]]
 
     def ack(self, view: MessageView) -> int:
         return int(self.target.call("ack", handle=self.handle, view=view_to_json(view))["code"])

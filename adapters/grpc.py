@@ -32,7 +32,12 @@ from spec import versions
 from .base import NotApplicable, Target, TargetError, wall_budget_s
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClientError
-from .sdk5x import LOCAL_RETRY_SLEEPS, load_sdk, scale_fifo_local_retries
+from .sdk5x import (
+    LOCAL_RETRY_SLEEPS,
+    load_sdk,
+    scale_fifo_local_retries,
+    sdk_name_and_version,
+)
 from .targets import GRPC, Probe
 
 log = logging.getLogger("rmqc.grpc")
@@ -109,6 +114,7 @@ class GrpcTarget(Target):
         self.time_scale = time_scale or self.info.time_scale
         self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
         self.version = self.info.version
+        self.sdk = sdk_name_and_version()
         self.budget_s = budget_s or wall_budget_s()
         self.sdk = load_sdk()
         scale_fifo_local_retries(self.time_scale)

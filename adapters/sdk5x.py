@@ -39,6 +39,19 @@ def load_sdk() -> ModuleType:
     return rocketmq
 
 
+SDK_DISTRIBUTION = "rocketmq-python-client"
+
+
+def sdk_name_and_version() -> tuple[str, str | None]:
+    """The installed SDK's distribution name and version (a column of the SDK × server matrix)."""
+    from importlib import metadata
+
+    try:
+        return SDK_DISTRIBUTION, metadata.version(SDK_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return SDK_DISTRIBUTION, None
+
+
 class _LocalRetrySleeps:
     """The FIFO consumer's local retry sleeps, scaled, and how many are under way right now."""
 

@@ -46,8 +46,9 @@ GRPC = TargetKind("grpc", "grpc://", "HOST:PORT", GRPC_5X, "adapters.grpc")
 CONTAINER = TargetKind("container", "container:", "IMAGE", GRPC_5X, "adapters.container")
 DRIVER = TargetKind("driver", "driver:", "CMD", GRPC_5X, "adapters.driver")
 REMOTING = TargetKind("remoting", "remoting://", "NAMESRV", REMOTING_4X, "adapters.remoting4x")
+NODEJS = TargetKind("nodejs", "nodejs://", "HOST:PORT", GRPC_5X, "adapters.nodejs")
 
-KINDS: tuple[TargetKind, ...] = (REFERENCE, GRPC, CONTAINER, DRIVER, REMOTING)
+KINDS: tuple[TargetKind, ...] = (REFERENCE, GRPC, CONTAINER, DRIVER, REMOTING, NODEJS)
 USAGE = " | ".join(k.usage for k in KINDS)
 """The forms, for help texts."""
 

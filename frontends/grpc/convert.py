@@ -4,7 +4,7 @@ The stubs are the ones the official SDK package ships (``rocketmq.grpc_protocol`
 """
 from __future__ import annotations
 
-import zlib
+import hashlib
 from typing import Mapping
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
@@ -80,7 +80,9 @@ def user_properties(properties: Mapping[str, str]) -> dict[str, str]:
 
 
 def stored_message_of(m: Message, topic: str, wall_of: "WallClock", namespace: str = "") -> pb.Message:
-    """A stored message as the protocol carries it: digest CRC32, IDENTITY encoding, no receipt."""
+    """A stored message as the protocol carries it: an MD5 body digest in upper-case hex, IDENTITY encoding, no
+    receipt (``proxy/.../grpc/v2/common/GrpcConverter.java#GrpcConverter.buildMessage`` at rocketmq-all-5.0.0
+    through 5.3.3: ``BinaryUtil.generateMd5``; the Node.js SDK discards a message whose digest does not check)."""
     out = pb.Message(topic=pb.Resource(name=topic, resource_namespace=namespace), body=m.body)
     out.user_properties.update(user_properties(m.properties))
     sp = out.system_properties
@@ -89,8 +91,8 @@ def stored_message_of(m: Message, topic: str, wall_of: "WallClock", namespace: s
         sp.tag = m.tags
     if m.properties.get("KEYS"):
         sp.keys.extend(m.properties["KEYS"].split(" "))
-    sp.body_digest.type = pb.CRC32
-    sp.body_digest.checksum = format(zlib.crc32(m.body) & 0xFFFFFFFF, "08X")
+    sp.body_digest.type = pb.MD5
+    sp.body_digest.checksum = hashlib.md5(m.body).hexdigest().upper()
     sp.body_encoding = pb.IDENTITY
     sp.message_type = pb.FIFO if m.message_group else (pb.DELAY if "TIMER_DELIVER_MS" in m.properties else pb.NORMAL)
     set_ms(sp.born_timestamp, wall_of(m.born_ms))
