@@ -79,8 +79,8 @@ class Target(abc.ABC):
     spec time; ``1 / time_scale`` where an SDK on the wall clock meets a server on a time scale."""
     version: str | None = None
     """The product version under test (for expectation files' ``when.version``), when the target tells it."""
-    sdk: tuple[str, str | None] | None = None
-    """The client library the target drives, ``(name, version)``: a column of the SDK × server matrix."""
+    client_library: tuple[str, str | None] | None = None
+    """The SDK the target drives, ``(name, version)``: a column of the SDK × server matrix."""
 
     def require(self, *capabilities: str) -> None:
         missing = [c for c in capabilities if c not in self.capabilities]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import atexit
 import itertools
 import json
+import os
+import queue
 import shlex
 import subprocess
 import sys
@@ -36,13 +38,92 @@ from .driver_codec import (
 from .targets import DRIVER, Probe
 
 HELLO_TIMEOUT_S = 30.0
+TIMEOUT_ENV = "RMQC_DRIVER_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 90.0
+"""How long a driver may stay silent while the harness waits for a reply: past it the driver is hung."""
+VALIDATE_ENV = "RMQC_DRIVER_VALIDATE"
+"""Set to 1 to check every line both ways against the driver-protocol schema (a test mode)."""
+
+
+def driver_timeout_s() -> float:
+    return float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+
+
+class DriverBroken(TargetError):
+    """The driver hung or wrote something that is not the protocol: it was stopped, and is not restarted
+    in this process (every later session would meet the same driver)."""
+
+
+class ProtocolValidator:
+    """Every line against ``spec/schemas/driver-protocol.schema.json`` (events against the event-log schema)."""
+
+    def __init__(self) -> None:
+        import jsonschema
+        from referencing import Registry, Resource
+
+        from spec.loader import SCHEMAS_DIR
+
+        schemas = {name: json.loads((SCHEMAS_DIR / name).read_text())
+                   for name in ("driver-protocol.schema.json", "event-log.schema.json")}
+        registry = Registry().with_resources(
+            (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values())
+        base = schemas["driver-protocol.schema.json"]["$id"]
+        self._validators = {kind: jsonschema.Draft202012Validator({"$ref": f"{base}#/$defs/{kind}"}, registry=registry)
+                            for kind in ("command", "answer", "reply", "event", "ask")}
+        self.checked = 0
+
+    @staticmethod
+    def kind_of(message: Any) -> str:
+        """Which line of the protocol ``message`` means to be (the schema's ``oneOf`` branch)."""
+        if not isinstance(message, dict):
+            return "command"
+        if "event" in message:
+            return "event"
+        if "ask" in message:
+            return "ask"
+        if "reply" in message:
+            return "reply"
+        return "answer" if message.get("cmd") == "answer" else "command"
+
+    def problem(self, message: Any) -> str | None:
+        """``None`` when ``message`` is a line of the protocol, else the schema's first complaint."""
+        self.checked += 1
+        kind = self.kind_of(message)
+        error = next(iter(sorted(self._validators[kind].iter_errors(message), key=lambda e: e.path)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "the line"
+        return f"{kind} {where}: {error.message}"[:300]
+
+
+_VALIDATED: dict[str, int] = {}
+"""Lines checked against the schema per driver command in this process (``RMQC_DRIVER_VALIDATE=1``)."""
+
+
+def validated_lines(command: str) -> int:
+    return _VALIDATED.get(command, 0)
+
+
+def _report_validated() -> None:
+    """Under ``RMQC_DRIVER_VALIDATE=1``, say on stderr at exit how many lines each driver exchanged, all checked
+    (a line that is not the protocol has already failed its test with the schema's complaint)."""
+    for command, count in sorted(_VALIDATED.items()):
+        print(f"rmqc: driver protocol: {count} lines checked against the schema with {DRIVER.text(command)}",
+              file=sys.stderr)
+
+
+if os.environ.get(VALIDATE_ENV) == "1":
+    atexit.register(_report_validated)
 
 
 class DriverProcess:
     """One running driver: commands out, replies in; events and asks handled while waiting."""
 
-    def __init__(self, command: str, cwd: str | None = None) -> None:
+    def __init__(self, command: str, cwd: str | None = None, timeout_s: float | None = None,
+                 validate: bool | None = None) -> None:
         self.command = command
+        self.name = DRIVER.text(command)
+        self.timeout_s = timeout_s or driver_timeout_s()
         argv = shlex.split(command)
         if argv and argv[0] in ("python", "python3"):
             argv[0] = sys.executable  # the harness's own interpreter, with this project importable
@@ -50,11 +131,17 @@ class DriverProcess:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd)
         except OSError as exc:
-            raise TargetError(f"{DRIVER.text(command)}: cannot start: {exc.strerror or exc}") from None
+            raise TargetError(f"{self.name}: cannot start: {exc.strerror or exc}") from None
+        self.validator = ProtocolValidator() if (os.environ.get(VALIDATE_ENV) == "1" if validate is None
+                                                 else validate) else None
         self._ids = itertools.count(1)
         self.sessions: dict[str, "DriverTarget"] = {}
         self._stderr: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._early: dict[int, dict[str, Any]] = {}  # replies to outer calls that came while an inner one waited
+        self.broken: str | None = None
         threading.Thread(target=self._drain_stderr, daemon=True).start()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
         self.hello = self._hello()
 
     def _drain_stderr(self) -> None:
@@ -63,15 +150,16 @@ class DriverProcess:
             self._stderr.append(line.rstrip())
             del self._stderr[:-20]
 
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
     def _hello(self) -> dict[str, Any]:
-        timer = threading.Timer(HELLO_TIMEOUT_S, self.process.kill)
-        timer.start()
-        try:
-            hello = self.call({"cmd": "hello", "protocol": PROTOCOL_VERSION})
-        finally:
-            timer.cancel()
+        hello = self.call({"cmd": "hello", "protocol": PROTOCOL_VERSION}, timeout_s=HELLO_TIMEOUT_S)
         if hello.get("protocol") != PROTOCOL_VERSION:
-            raise TargetError(f"{DRIVER.text(self.command)}: speaks protocol {hello.get('protocol')!r}, "
+            raise TargetError(f"{self.name}: speaks protocol {hello.get('protocol')!r}, "
                               f"this harness {PROTOCOL_VERSION}")
         return hello
 
@@ -82,21 +170,51 @@ class DriverProcess:
             self.process.kill()
         time.sleep(0.05)  # let the stderr reader take the last lines
         tail = " | ".join(self._stderr[-3:]) or "no output on stderr"
-        return TargetError(f"{DRIVER.text(self.command)}: the driver exited (code {self.process.returncode}): {tail}")
+        return TargetError(f"{self.name}: the driver exited (code {self.process.returncode}): {tail}")
 
-    def call(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Send one command; serve events and asks until its reply; raise the driver's error."""
+    def _break(self, reason: str) -> DriverBroken:
+        """Stop a driver that no longer speaks the protocol; every later call fails at once with ``reason``."""
+        self.broken = reason
+        self.process.kill()
+        return DriverBroken(f"{self.name}: {reason}")
+
+    def _validate(self, message: Any, direction: str) -> None:
+        if self.validator is None:
+            return
+        problem = self.validator.problem(message)
+        _VALIDATED[self.command] = _VALIDATED.get(self.command, 0) + 1
+        if problem is not None:
+            raise self._break(f"{direction} a line that is not the driver protocol ({problem}): "
+                              f"{json.dumps(message)[:200]}")
+
+    def call(self, command: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one command; serve events and asks until its reply; raise the driver's error. A driver that
+        stays silent ``timeout_s`` (default ``RMQC_DRIVER_TIMEOUT_S``) while a reply is due is hung."""
+        if self.broken is not None:
+            raise DriverBroken(f"{self.name}: {self.broken} (earlier; the driver was stopped)")
         command = {"id": next(self._ids), **command}
-        assert self.process.stdout is not None
+        self._validate(command, "the harness wrote")
         self._send(command)
+        silence = timeout_s or self.timeout_s
         while True:
-            line = self.process.stdout.readline()
-            if not line:
+            if command["id"] in self._early:
+                return self._replied(self._early.pop(command["id"]))
+            try:
+                line = self._lines.get(timeout=silence)
+            except queue.Empty:
+                raise self._break(f"no answer to {command['cmd']!r} within {silence:g} s (hung)") from None
+            if line is None:
+                self._lines.put(None)  # every later read sees the end too
                 raise self._died()
+            if not line.strip():
+                continue
             try:
                 message = json.loads(line)
             except json.JSONDecodeError:
-                raise TargetError(f"{DRIVER.text(self.command)}: not a JSON line: {line[:200]!r}") from None
+                raise self._break(f"wrote a line that is not JSON: {line.strip()[:200]!r}") from None
+            self._validate(message, "the driver wrote")
+            if not isinstance(message, dict):
+                raise self._break(f"wrote a JSON line that is not an object: {line.strip()[:200]!r}")
             if "event" in message:
                 session = self.sessions.get(message.get("target", ""))
                 if session is not None:
@@ -104,9 +222,15 @@ class DriverProcess:
             elif "ask" in message:
                 self._answer(message)
             elif message.get("reply") == command["id"]:
-                if not message.get("ok"):
-                    raise error_from_json(message.get("error") or {})
-                return message
+                return self._replied(message)
+            elif isinstance(message.get("reply"), int):
+                self._early[message["reply"]] = message
+
+    @staticmethod
+    def _replied(message: dict[str, Any]) -> dict[str, Any]:
+        if not message.get("ok"):
+            raise error_from_json(message.get("error") or {})
+        return message
 
     def _answer(self, ask: dict[str, Any]) -> None:
         session = self.sessions[ask["target"]]
@@ -118,7 +242,8 @@ class DriverProcess:
             state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
             answer["state"] = None if state is None else LocalTransactionState(state).name
         else:
-            raise DriverError(f"{DRIVER.text(self.command)}: unknown ask {ask['ask']!r}")
+            raise DriverError(f"{self.name}: unknown ask {ask['ask']!r}")
+        self._validate(answer, "the harness wrote")
         self._send(answer)
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -131,10 +256,11 @@ class DriverProcess:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            try:
-                self.call({"cmd": "bye"})
-            except Exception:
-                pass
+            if self.broken is None:
+                try:
+                    self.call({"cmd": "bye"}, timeout_s=10)
+                except Exception:
+                    pass
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -144,9 +270,20 @@ class DriverProcess:
 _PROCESSES: dict[str, DriverProcess] = {}
 
 
+def forget_broken_drivers() -> None:
+    """Start afresh, at the next session, every driver that hung or broke the protocol (called at each test's
+    start: a broken driver fails the rest of its own test at once, and the next test gets a new one)."""
+    for command in [c for c, p in _PROCESSES.items() if p.broken is not None]:
+        del _PROCESSES[command]
+
+
 def driver_process(command: str) -> DriverProcess:
-    """One process per command for the whole test process; stopped when it exits."""
-    if command not in _PROCESSES or _PROCESSES[command].process.poll() is not None:
+    """One process per command for the whole test process; stopped when it exits. A driver that exited is
+    started again; one that hung or broke the protocol is not (every call says why, at once)."""
+    known = _PROCESSES.get(command)
+    if known is not None and known.broken is not None:
+        return known
+    if known is None or known.process.poll() is not None:
         _PROCESSES[command] = DriverProcess(command)
         atexit.register(_PROCESSES[command].stop)
     return _PROCESSES[command]
@@ -176,7 +313,7 @@ class DriverTarget(Target):
         opened = self.call("open", profile=profile, run_id=run_id, seed=seed, release=release)
         self.capabilities = frozenset(opened.get("capabilities", ()))
         self.version = opened.get("version") or hello.get("version")
-        self.sdk = (str(hello.get("driver", command)), hello.get("version"))
+        self.client_library = (str(hello.get("driver", command)), hello.get("version"))
 
     def call(self, cmd: str, **fields: Any) -> dict[str, Any]:
         return self.process.call({"cmd": cmd, "target": self.session, **self.outgoing(fields)})

@@ -114,7 +114,7 @@ class GrpcTarget(Target):
         self.time_scale = time_scale or self.info.time_scale
         self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
         self.version = self.info.version
-        self.sdk = sdk_name_and_version()
+        self.client_library = sdk_name_and_version()
         self.budget_s = budget_s or wall_budget_s()
         self.sdk = load_sdk()
         scale_fifo_local_retries(self.time_scale)

@@ -30,6 +30,18 @@ DRIVER = DRIVER_DIR / "driver.js"
 SDK_PACKAGE = DRIVER_DIR / "node_modules" / "rocketmq-client-nodejs" / "package.json"
 
 
+_COMMANDS: dict[str, str] = {}
+
+
+def shared_command(endpoint: str, info: ServerInfo) -> str:
+    """One driver process per endpoint serves every session of the test process (the protocol's sessions):
+    its command is made from the first answer of the server, whose clock maps linearly onto the monotonic
+    one, so every later session reads spec time on the same scale."""
+    if endpoint not in _COMMANDS:
+        _COMMANDS[endpoint] = driver_command(endpoint, info)
+    return _COMMANDS[endpoint]
+
+
 def driver_command(endpoint: str, info: ServerInfo) -> str:
     """The Node driver's command line for one endpoint: the server's time scale, the harness's clock epoch
     (both sides read CLOCK_MONOTONIC) and how a spec-time delivery timestamp maps onto the server's clock."""
@@ -60,8 +72,8 @@ class NodeTarget(WallDriverTarget):
         if namesrv is None:
             raise NotApplicable(f"{NODEJS.text(address)}: no name server to set topics and groups up through "
                                 "(give --rmq-namesrv)")
-        super().__init__(NODEJS.text(address), namesrv, driver_command(address, info), profile, run_id=run_id,
-                         seed=seed, release=release, budget_s=budget_s)
+        super().__init__(NODEJS.text(address), namesrv, shared_command(address, info), profile, run_id=run_id,
+                         seed=seed, release=release, budget_s=budget_s, shared=True)
         self.address = address
         self.version = info.version
         self.client_timer_scale = 1.0 / self.time_scale  # the SDK's own timers (FIFO local retries) run on the wall clock

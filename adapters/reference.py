@@ -29,7 +29,7 @@ _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batc
 CAPABILITIES_BY_PROFILE = {
     REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
-                           "sdk.java", "sdk.python"},
+                           "sdk.java", "sdk.python", "sdk.nodejs"},
 }
 
 

@@ -49,17 +49,22 @@ class WallDriverTarget(DriverTarget):
     """Events after which a message is done for a group (a 5.x push consumer: its ack)."""
 
     def __init__(self, name: str, namesrv: str, command: str, profile: str, *, run_id: str, seed: int,
-                 release: str = versions.LATEST, budget_s: float | None = None) -> None:
+                 release: str = versions.LATEST, budget_s: float | None = None, shared: bool = False) -> None:
+        """``shared``: a session in the one process of ``command`` (a driver that serves many sessions); else
+        a driver process of this session's own."""
         self.namesrv = namesrv
         self.admin = RemotingAdmin(namesrv)
         self.names = SessionNames()
         self.budget_s = budget_s or wall_budget_s()
-        process = DriverProcess(command)
-        atexit.register(process.stop)  # a session the suites never closed
+        process = None
+        if not shared:
+            process = DriverProcess(command)
+            atexit.register(process.stop)  # a session the suites never closed
         super().__init__(command, profile, run_id=run_id, seed=seed, release=release, process=process)
         self.name = name
         self.release = release
         self._subscriptions: dict[str, Subscription] = {}
+        self._dlq_groups: list[str] = []  # every group a consumer of this session consumed with
         self._sent: list[tuple[str, str | None, str | None]] = []  # (topic, key, tag) of each sent message
         self._dlq_offsets: dict[tuple[str, str, int], int] = {}
         self._open_halves: dict[str | None, int] = {}  # key -> spec ms of the half or its last check, while open
@@ -91,11 +96,27 @@ class WallDriverTarget(DriverTarget):
 
     def subscribe(self, group: str, topic: str, expression: str, broadcasting: bool = False) -> None:
         """What ``settle`` waits for: every message of ``topic`` with a matching tag, for ``group``."""
+        self._watch_dead_letters(group)
         known = self._subscriptions.get(group)
         self._subscriptions[group] = Subscription(topic, tags_of(expression), broadcasting,
                                                   known.instances + 1 if known else 1)
 
+    def _watch_dead_letters(self, group: str) -> None:
+        if group not in self._dlq_groups:
+            self._dlq_groups.append(group)
+
+    def simple_consumer_5x(self, group: str, topic: str, **options: Any) -> Any:
+        """Its group's dead letters are read too; ``settle`` does not wait for it (the suite receives)."""
+        self._watch_dead_letters(group)
+        return super().simple_consumer_5x(group, topic, **options)
+
     # ---- what the harness watches ----
+
+    def events(self) -> list[Any]:
+        """Everything seen so far, with what reached the dead-letter topics of this session's groups."""
+        if self.process.process.poll() is None and self.process.broken is None:
+            self._read_dead_letters()
+        return self._events
 
     def received(self, row: Any) -> None:
         super().received(row)
@@ -147,7 +168,7 @@ class WallDriverTarget(DriverTarget):
 
     def _read_dead_letters(self) -> None:
         """Pull what reached ``%DLQ%group`` of each group, as an ordinary consumer of that topic would."""
-        for group in self._subscriptions:
+        for group in self._dlq_groups:
             topic = self.names.real(f"%DLQ%{group}")
             try:
                 with RemotingClient(self.namesrv, 5) as ns:

@@ -28,3 +28,5 @@ class LocalTransactionState(enum.Enum):
 CPP_4X_SDK = "cpp"
 """The ``sdk`` of a 4.x scenario or consumer that follows the C++ client's habits (SDK-CPP-01..03), not the
 Java ``DefaultMQPushConsumer``'s."""
+NODE_5X_SDK = "nodejs"
+"""The ``sdk`` of a 5.x scenario, producer or consumer that follows the Node.js client's habits (SDK-NODE-*)."""

@@ -70,6 +70,8 @@ class RunSummary:
     spark: dict[str, Any] | None = None
     release: str | None = None
     """The RocketMQ release the target was held to."""
+    sdk: dict[str, Any] | None = None
+    """The client library the run's targets drive: ``{"name", "version"}``."""
 
     @classmethod
     def build(cls, results: Mapping[str, Iterable[TestResult]], spec: Spec, *, run_id: str, target: str,
@@ -101,7 +103,7 @@ class RunSummary:
             "behaviours": {sid: {"area": b.area, "verdict": b.verdict, "tests": [t.as_json() for t in b.tests]}
                            for sid, b in self.behaviours.items()},
             "failed": self.failed}
-        for name in ("gate", "events", "spark", "release"):
+        for name in ("gate", "events", "spark", "release", "sdk"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -113,7 +115,8 @@ class RunSummary:
                       for sid, b in data["behaviours"].items()}
         return cls(data["run_id"], data["target"], data.get("version"), list(data["profiles"]), data["elapsed_s"],
                    dict(data.get("timing") or {}), {a: dict(c) for a, c in data["areas"].items()}, behaviours,
-                   list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"), data.get("release"))
+                   list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"), data.get("release"),
+                   data.get("sdk"))
 
     def write(self, path: Path) -> None:
         data = self.as_json()

@@ -32,10 +32,11 @@ def require(condition: bool, spec_id: str, message: str) -> None:
 def check_life(key: str, observed: Life, expected: Expected, tolerance: Tolerance) -> None:
     """Deliveries, waits and the final state of one message against the spec's expectation."""
     count_id = "RETRY-5X-07" if "RETRY-5X-07" in expected.spec_ids else expected.spec_ids[0]
-    timing_id = next((s for s in expected.spec_ids if s in ("RETRY-CONC-07", "ORDER-4X-02", "RETRY-5X-06",
-                                                             "RETRY-5X-08")), expected.spec_ids[0])
-    final_id = next((s for s in expected.spec_ids if s in ("RETRY-CONC-04", "RETRY-CONC-02", "ORDER-4X-03",
-                                                            "RETRY-5X-07", "RETRY-5X-08")), expected.spec_ids[0])
+    timing_id = next((s for s in expected.spec_ids if s in ("SDK-NODE-01", "RETRY-CONC-07", "ORDER-4X-02",
+                                                             "RETRY-5X-06", "RETRY-5X-08")), expected.spec_ids[0])
+    final_id = next((s for s in expected.spec_ids if s in ("SDK-NODE-01", "RETRY-CONC-04", "RETRY-CONC-02",
+                                                            "ORDER-4X-03", "RETRY-5X-07", "RETRY-5X-08")),
+                    expected.spec_ids[0])
     require(observed.deliveries == expected.deliveries, count_id,
             f"key {key}: {observed.deliveries} deliveries, the spec says {expected.deliveries}")
     band = []

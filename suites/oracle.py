@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from history.values import CPP_4X_SDK
+from history.values import CPP_4X_SDK, NODE_5X_SDK
 from spec.loader import Spec, default_spec
 
 INT_MAX = 2**31 - 1
@@ -94,17 +94,26 @@ class Oracle:
         return Expected(retries + 1, waits, "CONSUMED" if failures <= limit else "DLQ",
                         ("ORDER-4X-02", "ORDER-4X-03"))
 
-    def push5x(self, failures: int, retry_max_times: int | None = None) -> Expected:
-        """RETRY-5X-06/-07: attempt n fails -> visible again after durations[n-1]; DLQ at max attempts."""
+    def push5x(self, failures: int, retry_max_times: int | None = None, sdk: str = "java") -> Expected:
+        """RETRY-5X-06/-07: attempt n fails -> visible again after durations[n-1]; DLQ at max attempts. The Node.js
+        client keeps no customized policy and nacks with 0 ms (SDK-NODE-01): the server redelivers at once."""
         attempts = self.max_attempts(retry_max_times)
-        durations = self.customized_ms()
         delivered = min(failures + 1, attempts)
+        final = "CONSUMED" if failures < attempts else "DLQ"
+        if sdk == NODE_5X_SDK:
+            nack = int(self.spec.get("SDK-NODE-01").defaults["nackWithoutPolicyMs"])
+            return Expected(delivered, (nack,) * (delivered - 1), final, ("SDK-NODE-01", "RETRY-5X-06", "RETRY-5X-07"))
+        durations = self.customized_ms()
         waits = tuple(durations[min(n, len(durations)) - 1] for n in range(1, delivered))
-        return Expected(delivered, waits, "CONSUMED" if failures < attempts else "DLQ",
-                        ("RETRY-5X-01", "RETRY-5X-06", "RETRY-5X-07"))
+        return Expected(delivered, waits, final, ("RETRY-5X-01", "RETRY-5X-06", "RETRY-5X-07"))
 
-    def push5x_fifo(self, failures: int, retry_max_times: int | None = None) -> Expected:
-        """RETRY-5X-08: local retries with the same waits, then forward to the DLQ."""
+    def push5x_fifo(self, failures: int, retry_max_times: int | None = None, sdk: str = "java") -> Expected:
+        """RETRY-5X-08: local retries with the same waits, then forward to the DLQ. The Node.js client, with no
+        policy from a customized backoff, has one attempt: the first failure is forwarded (SDK-NODE-01)."""
+        if sdk == NODE_5X_SDK:
+            attempts = int(self.spec.get("SDK-NODE-01").defaults["fifoMaxAttemptsWithoutPolicy"])
+            return Expected(min(failures + 1, attempts), (), "CONSUMED" if failures < attempts else "DLQ",
+                            ("SDK-NODE-01", "RETRY-5X-08", "FIFO-04"))
         e = self.push5x(failures, retry_max_times)
         return Expected(e.deliveries, e.waits_ms, e.final, ("RETRY-5X-08", "FIFO-04"))
 
@@ -125,9 +134,9 @@ class Oracle:
         if consumer == "push4x-broadcast":
             return self.push4x_broadcast(failures)
         if consumer == "push5x":
-            return self.push5x(failures, retry_max_times)
+            return self.push5x(failures, retry_max_times, sdk)
         if consumer == "push5x-fifo":
-            return self.push5x_fifo(failures, retry_max_times)
+            return self.push5x_fifo(failures, retry_max_times, sdk)
         if consumer == "kafka-retry":
             return self.kafka_retry(failures, retry_max_times)
         raise ValueError(f"unknown consumer kind {consumer!r}")

@@ -29,6 +29,14 @@ BAD_INPUT = [
     ("grpc-5.x", dict(message_group="g" * 64), 40006, "message group exceed the max size 64", "FIFO-07"),
     ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5), -1, "should not be set at same time", "LIMIT-06"),
     ("grpc-5.x", dict(topic="Unknown"), 40402, "not found", "TOPIC-02"),
+    # the Node.js client checks little itself (SDK-NODE-05): the proxy answers what the other clients refuse
+    ("grpc-5.x", dict(body=b"", sdk="nodejs"), 41302, "message body cannot be empty", "SDK-NODE-05"),
+    ("grpc-5.x", dict(body=b"x" * 4194305, sdk="nodejs"), -1,
+     "Message body size exceeds the threshold, max size=4194304 bytes", "SDK-NODE-05"),
+    ("grpc-5.x", dict(tags="a|b", sdk="nodejs"), 40004, "tag cannot contain '|'", "SDK-NODE-05"),
+    ("grpc-5.x", dict(message_group="g", delivery_timestamp_ms=5, sdk="nodejs"), -1,
+     "delay/deliveryTimestamp is mutually exclusive with messageGroup", "SDK-NODE-05"),
+    ("grpc-5.x", dict(properties={"DELAY": "3"}, sdk="nodejs"), 40007, "property is used by system: DELAY", "LIMIT-04"),
 ]
 
 
@@ -56,7 +64,8 @@ def cpp_client_expectation(overrides: dict, code: int, message: str, spec_id: st
     return -1, message, spec_id
 
 
-@pytest.mark.spec("LIMIT-01", "LIMIT-03", "LIMIT-04", "LIMIT-06", "FIFO-07", "TOPIC-02", "SDK-CPP-05", "SDK-CPP-08")
+@pytest.mark.spec("LIMIT-01", "LIMIT-03", "LIMIT-04", "LIMIT-06", "FIFO-07", "TOPIC-02", "SDK-CPP-05", "SDK-CPP-08",
+                  "SDK-NODE-05")
 @pytest.mark.parametrize("profile,overrides,code,message,spec_id", BAD_INPUT,
                          ids=[f"{p}-{s}-{i}" for i, (p, _, _, _, s) in enumerate(BAD_INPUT)])
 def test_bad_input_gets_rocketmq_code_and_message(make_target, profile, overrides, code, message, spec_id):

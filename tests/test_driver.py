@@ -143,7 +143,7 @@ def test_a_driver_that_is_not_one_is_a_clear_error(tmp_path):
     chatty = f"{sys.executable} -c 'import sys; sys.stdin.readline(); print(\"hello\")'"
     with pytest.raises(TargetError) as err:
         DriverTarget(chatty, "grpc-5.x")
-    assert f"driver:{chatty}" in str(err.value) and "not a JSON line: 'hello" in str(err.value)
+    assert f"driver:{chatty}" in str(err.value) and "wrote a line that is not JSON: 'hello" in str(err.value)
     with pytest.raises(TargetError) as err:
         DriverTarget(f"{sys.executable} -c 'import sys; sys.stderr.write(\"no librocketmq here\\n\")'", "grpc-5.x")
     assert "the driver exited (code 0)" in str(err.value) and "no librocketmq here" in str(err.value)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from history.values import ListenerOutcome
 from history.views import Listener, MessageView
 
-from ..rules import codes, retry4x, retry5x
+from ..rules import codes, node5x, retry4x, retry5x
 from ..rules import filter as filter_rules
 from .broker import InFlight
 
@@ -75,7 +75,8 @@ class PushConsumer5x:
         return self.sim.broker.group(self.group).fifo
 
     @property
-    def policy(self) -> retry5x.SdkRetryPolicy:
+    def policy(self) -> "retry5x.SdkRetryPolicy | node5x.NodeRetryPolicy":
+        # implements SDK-NODE-01, SDK-NODE-02 through the rules it calls
         return retry5x.sdk_consumer_policy(self.sdk, self.sim.broker.group(self.group).settings())
 
     def start(self) -> None:
@@ -152,13 +153,14 @@ class PushConsumer5x:
 
     def _fifo_next(self, key: tuple[str, int], batch: list[InFlight], index: int, attempt: int | None) -> None:
         """RETRY-5X-08: consume a FIFO batch in order; a failure is retried locally, blocking the queue."""
+        # implements SDK-NODE-04 through the rules it calls
         if index >= len(batch):
             self.sim.clock.call_later(0, self.pump)
             return
         flight = batch[index]
         server_attempt = retry5x.delivery_attempt(flight.message.reconsume_times)
         if attempt is None:
-            attempt = server_attempt if self.sdk == "java" else 1
+            attempt = server_attempt if retry5x.counts_from_server_attempt(self.sdk) else 1
         view = _view(flight, attempt)
         outcome = self._run_listener(view)
         policy = self.policy

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from history.views import SendResult
 
-from ..rules import codes, storage, topic_types, validation
+from ..rules import codes, node5x, storage, topic_types, validation
 from ..rules import delay as delay_rules
 from ..rules import fifo as fifo_rules
 from ..rules import queue_selection as qsel
@@ -61,7 +61,7 @@ class Producer:
                   properties: Mapping[str, str] | None, delivery_timestamp_ms: int | None) -> None:
         """Client and broker/proxy checks in the order a real send meets them (LIMIT-01, LIMIT-02, LIMIT-03,
         LIMIT-04, FIFO-07, DELAY-08)."""
-        # implements LIMIT-06 through the rules it calls
+        # implements LIMIT-06, SDK-NODE-05 through the rules it calls
         if not self.grpc:
             validation.check_topic_client_4x(topic)
             validation.check_body_client(body)
@@ -69,6 +69,8 @@ class Producer:
         if self.sdk == "python":
             validation.check_body_python_5x(body)
             validation.check_message_python_5x(tags, message_group, delivery_timestamp_ms)
+        elif self.sdk == node5x.SDK:
+            node5x.check_message(body, message_group, delivery_timestamp_ms)
         else:
             validation.check_java_message_builder(topic, body, tags, [key] if key else [], properties, message_group,
                                                   delivery_timestamp_ms)
@@ -227,6 +229,9 @@ class Producer:
         elif self.sdk == "java":
             candidates = qsel.java_take_message_queues(queues, next(self._round_robin), set(),
                                                        send_rules.MAX_ATTEMPTS_5X)
+        elif self.sdk == node5x.SDK:  # SDK-NODE-03: queue id 0 of each broker only
+            candidates = qsel.java_take_message_queues(node5x.writable_queues(queues), next(self._round_robin),
+                                                       set(), node5x.PRODUCER_MAX_ATTEMPTS)
         else:
             selector = qsel.PythonQueueSelector(queues, next(self._round_robin))
             candidates = [selector.select_next_queue() for _ in range(send_rules.MAX_ATTEMPTS_5X)]

@@ -12,9 +12,9 @@ from typing import Literal, Sequence
 
 from spec import versions
 
-from . import codes
+from . import codes, node5x
 
-Sdk = Literal["java", "python"]
+Sdk = Literal["java", "python", "nodejs"]
 
 DEFAULT_CUSTOMIZED_NEXT_MS: tuple[int, ...] = (
     1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
@@ -211,7 +211,7 @@ class SdkRetryPolicy:
         return java_customized_delay_ms(attempt, self.delay_ms)
 
 
-def sdk_consumer_policy(sdk: Sdk, settings: ConsumerSettings) -> SdkRetryPolicy:
+def sdk_consumer_policy(sdk: Sdk, settings: ConsumerSettings) -> "SdkRetryPolicy | node5x.NodeRetryPolicy":
     """What each SDK derives from the server's backoff policy (RETRY-5X-03..06).
 
     Java keeps nanosecond durations and either strategy. Python keeps whole seconds of a customized
@@ -219,6 +219,9 @@ def sdk_consumer_policy(sdk: Sdk, settings: ConsumerSettings) -> SdkRetryPolicy:
     durations (1 s every time) and 17 attempts.
     """
     b = settings.backoff
+    if sdk == node5x.SDK:  # SDK-NODE-01: no policy (customized) acts as one attempt and a nack of 0 ms
+        return node5x.consumer_policy(b.strategy, b.max_attempts, b.initial_ms, b.max_ms, b.multiplier) or \
+            SdkRetryPolicy(node5x.FIFO_MAX_ATTEMPTS_WITHOUT_POLICY, (node5x.NACK_WITHOUT_POLICY_MS,))
     if sdk == "java":
         if b.strategy == "CUSTOMIZED":
             return SdkRetryPolicy(b.max_attempts, tuple(b.customized_ms))
@@ -246,10 +249,15 @@ def pop_filter(reconsume_times: int, max_attempts: int, tag_matches: bool = True
 def fifo_local_attempts(sdk: Sdk, server_delivery_attempt: int, max_attempts: int) -> list[int]:
     """The attempt numbers a FIFO push consumer runs locally on a message that keeps failing (RETRY-5X-08).
 
-    Java starts from the server's deliveryAttempt; Python always counts from 1.
+    Java and Node.js (SDK-NODE-04) start from the server's deliveryAttempt; Python always counts from 1.
     """
-    first = server_delivery_attempt if sdk == "java" else 1
+    first = server_delivery_attempt if counts_from_server_attempt(sdk) else 1
     return list(range(first, max(first, max_attempts) + 1))
+
+
+def counts_from_server_attempt(sdk: str) -> bool:
+    """Whether an SDK's FIFO consumer numbers its local attempts on from the server's delivery attempt."""
+    return sdk in ("java", node5x.SDK)
 
 
 def fifo_local_waits_ms(sdk: Sdk, server_delivery_attempt: int, policy: SdkRetryPolicy) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
-from . import codes
+from . import codes, node5x
 from .codes import RocketMQError
 
 SEND_MSG_TIMEOUT_MS = 3000
@@ -197,7 +197,8 @@ def send_5x(outcomes: Sequence[GrpcAttempt] | Callable[[int], GrpcAttempt], sdk:
 
     Failures are retried at once, up to ``max_attempts``. TooManyRequests (42900) differs by SDK: the
     Java client waits ``getNextAttemptDelay(attempt + 1)`` of the server's exponential policy (0 before
-    the settings sync); the Python client never retries it. ``outcomes(n)`` makes attempt n (1-based).
+    the settings sync); the Python client never retries it; the Node.js client waits the policy read in
+    whole seconds as milliseconds (SDK-NODE-02). ``outcomes(n)`` makes attempt n (1-based).
     """
     from .retry5x import java_exponential_delay_ms
 
@@ -217,7 +218,12 @@ def send_5x(outcomes: Sequence[GrpcAttempt] | Callable[[int], GrpcAttempt], sdk:
             return trace
         if attempt_no >= max_attempts:
             break
-        wait = java_exponential_delay_ms(attempt_no + 1, *backoff) if flow_control and settings_synced else 0
+        if not (flow_control and settings_synced):
+            wait: float = 0
+        elif sdk == node5x.SDK:  # SDK-NODE-02: the backoff in whole seconds, used as milliseconds
+            wait = node5x.publishing_retry_delay_ms(attempt_no + 1, backoff)
+        else:
+            wait = java_exponential_delay_ms(attempt_no + 1, *backoff)
         trace.waits_ms.append(wait)
         if wait:
             sleep(wait)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from spec import versions
 
+from . import node5x
 from .codes import RocketMQError
 
 MESSAGE_PROPERTY_CONFLICT_WITH_TYPE = 40014
@@ -84,6 +85,8 @@ def sdk_check(topic: str, message_type: str, accepted: tuple[str, ...], sdk: str
     (Python 5.1.2 ``Producer``, Java ``ProducerImpl.send0``) (TOPIC-05)."""
     if message_type in accepted:
         return
+    if sdk == node5x.SDK:
+        raise RocketMQError(-1, node5x.message_type_mismatch(topic, message_type, accepted))
     if sdk == "python":
         shown = ",".join(accepted)
         raise RocketMQError(-1, f"current message type not match with queue accept message types, topic:{topic}, "

@@ -17,7 +17,7 @@ from spec.loader import Spec, default_spec
 from suites.tolerance import tolerance_for
 
 from .markers import profile_of, spec_ids
-from .state import run_state
+from .state import TARGET_SDKS, run_state
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +42,9 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
                                     **({"namesrv": namesrv} if namesrv else {}))
         target.release = state.release  # the release the run holds it to, whatever it is
         created.append(target)
+        request.node.stash[TARGET_SDKS] = frozenset(c for c in target.capabilities if c.startswith("sdk."))
         state.version = state.version or target.version
+        state.sdk = state.sdk or target.client_library
         if not state.timing:
             tolerance = tolerance_for(target)
             window = tolerance_for(target, redelivery=True)

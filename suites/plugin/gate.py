@@ -27,6 +27,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                version=state.version, profiles=state.profiles,
                                elapsed_s=time.perf_counter() - state.started, timing=state.timing)
     summary.release = state.release
+    if state.sdk is not None:
+        summary.sdk = {"name": state.sdk[0], "version": state.sdk[1]}
     if state.expectations is not None:
         from reports.expectations import gate
 

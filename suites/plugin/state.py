@@ -27,6 +27,8 @@ class RunState:
     targets: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     timing: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
+    sdk: tuple[str, str | None] | None = None
+    """The client library the run's targets drive, (name, version), when they say."""
     summary: RunSummary | None = None
     gate: Any = None  # reports.expectations.GateResult, when the run has expectations
     release: str = ""
@@ -34,6 +36,8 @@ class RunState:
 
 
 _KEY = pytest.StashKey[RunState]()
+TARGET_SDKS = pytest.StashKey[frozenset[str]]()
+"""On a test item: the ``sdk.*`` capabilities of the target it built (which clients' habits it can show)."""
 
 
 def run_state(config: pytest.Config) -> RunState:

@@ -10,12 +10,14 @@ from typing import Iterator
 
 import pytest
 
+from adapters.driver import forget_broken_drivers
 from history.outcomes import FAIL, NOT_APPLICABLE, PASS, NotApplicable, outcome_of
 from reports.summary import TestResult
+from spec.loader import default_spec
 
 from .. import reach
 from .markers import spec_ids
-from .state import has_run_state, run_state
+from .state import TARGET_SDKS, has_run_state, run_state
 
 DETAIL_CHARS = 4000
 _VERDICT = pytest.StashKey[tuple[str, str]]()
@@ -42,8 +44,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             cited.append(violated)  # the behaviour the failure names fails, cited or not
         result = TestResult(item.nodeid, verdict, reason,
                             str(report.longrepr)[-DETAIL_CHARS:] if verdict == FAIL else None)
+        sdks = item.stash.get(TARGET_SDKS, None)
         for sid in cited:
-            run_state(item.config).results[sid].append(result)
+            run_state(item.config).results[sid].append(_for_habit(sid, result, sdks))
+
+
+HABIT_CAPABILITY = {"java": "sdk.java", "python": "sdk.python", "nodejs": "sdk.nodejs", "cpp-4x": "sdk.cpp4x"}
+"""The capability of a target that drives (or models) the client an SDK habit is of (``sdk.client``)."""
+
+
+def _for_habit(sid: str, result: TestResult, sdks: frozenset[str] | None) -> TestResult:
+    """A test's verdict on one behaviour it cites; on an SDK habit of a client the test's target does not
+    drive (it drives others), not applicable: that client's habit was not shown by this run."""
+    behaviour = default_spec().behaviours.get(sid)
+    habit = behaviour.sdk if behaviour is not None else None
+    if not habit or not sdks or HABIT_CAPABILITY.get(habit["client"]) in sdks or result.verdict == FAIL:
+        return result
+    return TestResult(result.test, NOT_APPLICABLE, f"{sid} is a habit of the {habit['client']} client; this target "
+                                                   f"drives {', '.join(sorted(s.removeprefix('sdk.') for s in sdks))}")
 
 
 def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
@@ -62,3 +80,4 @@ def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     reach.start_test()
+    forget_broken_drivers()
