@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci
 
-.PHONY: install browser driver-4x run test bench bench-spark clean
+.PHONY: install browser driver-4x driver-node run test bench bench-spark clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -41,7 +41,19 @@ driver-4x: .venv-4x/.installed
 	  || echo "make: librocketmq could not be installed; the 4.x SDK tests will be not applicable"
 	@touch $@
 
-test: install browser driver-4x
+# the official Node.js 5.x SDK, pinned in drivers/nodejs/package-lock.json, from the npm registry; without
+# Node.js (and no apt-get to install it) the Node.js SDK tests are not applicable, never passed
+driver-node: drivers/nodejs/node_modules/.installed
+
+drivers/nodejs/node_modules/.installed: drivers/nodejs/package-lock.json drivers/nodejs/package.json
+	@command -v npm >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; } || \
+	  echo "make: Node.js could not be installed; the Node.js SDK tests will be not applicable"
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd drivers/nodejs && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed || \
+	  echo "make: rocketmq-client-nodejs could not be installed; the Node.js SDK tests will be not applicable"; fi
+
+test: install browser driver-4x driver-node
 	$(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites
 
 bench: install
@@ -52,4 +64,4 @@ bench-spark: install
 	$(BIN)/python bench/spark_bench.py --events 10000000
 
 clean:
-	rm -rf $(VENV) .venv-4x reports/out .hypothesis *.egg-info
+	rm -rf $(VENV) .venv-4x drivers/nodejs/node_modules reports/out .hypothesis *.egg-info

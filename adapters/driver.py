@@ -233,16 +233,24 @@ class DriverProcess:
         return message
 
     def _answer(self, ask: dict[str, Any]) -> None:
-        session = self.sessions[ask["target"]]
-        answer: dict[str, Any] = {"cmd": "answer", "ask_id": ask["ask_id"]}
-        if ask["ask"] == "consume":
-            outcome = session.listeners[ask["consumer"]](view_from_json(session.incoming(ask["view"])))
-            answer["outcome"] = ListenerOutcome(outcome).name
-        elif ask["ask"] == "check":
-            state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
-            answer["state"] = None if state is None else LocalTransactionState(state).name
-        else:
-            raise DriverError(f"{self.name}: unknown ask {ask['ask']!r}")
+        """The harness's listener or check answers; when the harness side fails, the driver still gets an answer
+        (an EXCEPTION outcome, an UNKNOW state) so that its SDK is not left waiting, and the failure goes on."""
+        answer: dict[str, Any] = {"cmd": "answer", "ask_id": ask.get("ask_id")}
+        try:
+            session = self.sessions[ask["target"]]
+            if ask["ask"] == "consume":
+                outcome = session.listeners[ask["consumer"]](view_from_json(session.incoming(ask["view"])))
+                answer["outcome"] = ListenerOutcome(outcome).name
+            elif ask["ask"] == "check":
+                state = session.checks[ask["producer"]](ask.get("key"), int(ask["n"]))
+                answer["state"] = None if state is None else LocalTransactionState(state).name
+            else:
+                raise DriverError(f"{self.name}: unknown ask {ask['ask']!r}")
+        except BaseException:
+            if ask.get("ask") == "consume":
+                answer["outcome"] = ListenerOutcome.EXCEPTION.name
+            self._send(answer)
+            raise
         self._validate(answer, "the harness wrote")
         self._send(answer)
 

@@ -45,8 +45,15 @@ def view_to_json(view: MessageView) -> dict[str, Any]:
     return out
 
 
+VIEW_DEFAULTS: Mapping[str, Any] = {"key": None, "tags": None, "queue_id": -1, "queue_offset": -1}
+"""What a view the schema lets a driver leave out stands for (an SDK that does not show the queue, say)."""
+
+
 def view_from_json(data: Mapping[str, Any]) -> MessageView:
-    return MessageView(**{**data, "body": body_from_json(data.get("body"))})
+    """A view as the schema has it: the fields it requires, the others defaulted (``stored_topic``: the topic)."""
+    known = {f.name for f in dataclasses.fields(MessageView)}
+    return MessageView(**{**VIEW_DEFAULTS, "stored_topic": data.get("topic"),
+                          **{k: v for k, v in data.items() if k in known}, "body": body_from_json(data.get("body"))})
 
 
 def result_to_json(result: SendResult) -> dict[str, Any]:

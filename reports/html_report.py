@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .matrix import CELL_STATES, Cell, Matrix, diff
+from .matrix import CELL_STATES, Cell, Matrix, diff, disagreement
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d232a}
@@ -58,10 +58,11 @@ def _runs_table(matrix: Matrix, out_dir: Path) -> str:
         links = " ".join(f'<a href="{_e(folder)}/{name}">{name}</a>' for name in ("summary.json", "events.parquet")
                          if (run.folder / name).exists())
         rows.append(f"<tr><td>{i + 1}</td><td>{_e(s.get('target'))}</td><td>{_e(s.get('version') or '—')}</td>"
+                    f"<td>{_e(run.sdk or '—')}</td>"
                     f"<td>{_e(', '.join(s.get('profiles', [])))}</td><td>{_e(s.get('run_id'))}</td>"
                     f"<td>{_e(clock)}</td><td>{gate_cell}</td><td>{links}</td></tr>")
-    return ("<table><tr><th>#</th><th>target</th><th>version</th><th>profiles</th><th>run</th><th>clock</th>"
-            "<th>gate</th><th>files</th></tr>" + "".join(rows) + "</table>")
+    return ("<table><tr><th>#</th><th>target</th><th>version</th><th>SDK</th><th>profiles</th><th>run</th>"
+            "<th>clock</th><th>gate</th><th>files</th></tr>" + "".join(rows) + "</table>")
 
 
 def _totals_table(matrix: Matrix) -> str:
@@ -90,13 +91,27 @@ def _diff_section(matrix: Matrix) -> str:
     return "".join(parts) or "<p class=\"muted\">One run: nothing to compare.</p>"
 
 
+def _column_head(matrix: Matrix, i: int) -> str:
+    run = matrix.runs[i]
+    if matrix.by_sdk:  # the SDK × server matrix: a column is an SDK, its server under it
+        return (f"<th class=\"sdk\" title=\"{_e(run.label)}\">{_e(run.sdk)}<br><span class=\"muted\">"
+                f"{_e(run.summary.get('target'))} {_e(run.summary.get('version') or '')}</span></th>")
+    return f"<th title=\"{_e(run.label)}\">run {i + 1}</th>"
+
+
 def _matrix_table(matrix: Matrix) -> str:
-    head = "".join(f"<th title=\"{_e(r.label)}\">run {i + 1}</th>" for i, r in enumerate(matrix.runs))
-    rows, area = [], None
-    for behaviour, cells in matrix.rows:
-        if behaviour.area != area:
+    head = "".join(_column_head(matrix, i) for i in range(len(matrix.runs)))
+    rows, area, section = [], None, None
+    width = 2 + len(matrix.runs)
+    for behaviour, cells in matrix.ordered_rows():
+        if matrix.by_sdk:
+            level = disagreement(cells)
+            if level != section:
+                section = level
+                rows.append(f"<tr class=\"area\"><th colspan=\"{width}\">{_e(DISAGREEMENT_TITLES[level])}</th></tr>")
+        elif behaviour.area != area:
             area = behaviour.area
-            rows.append(f"<tr class=\"area\"><th colspan=\"{2 + len(cells)}\">{_e(area)} — "
+            rows.append(f"<tr class=\"area\"><th colspan=\"{width}\">{_e(area)} — "
                         f"{_e(matrix.areas.get(area, ''))}</th></tr>")
         tds = []
         for i, cell in enumerate(cells):
@@ -104,9 +119,14 @@ def _matrix_table(matrix: Matrix) -> str:
             text = cell.state + (" (stale expectation)" if cell.stale else "")
             body = f"<a href=\"#{_anchor(i, behaviour.id)}\">{_e(text)}</a>" if cell.tests or cell.spark else _e(text)
             tds.append(f"<td class=\"cell {_cls(cell.state)}{stale}\">{body}</td>")
-        rows.append(f"<tr class=\"behaviour\" id=\"row-{_e(behaviour.id)}\"><td><b>{_e(behaviour.id)}</b></td>"
+        kind = " disagree" if matrix.by_sdk and disagreement(cells) < 2 else ""
+        rows.append(f"<tr class=\"behaviour{kind}\" id=\"row-{_e(behaviour.id)}\"><td><b>{_e(behaviour.id)}</b></td>"
                     f"<td>{_e(behaviour.title)}</td>{''.join(tds)}</tr>")
     return f"<table class=\"matrix\"><tr><th>ID</th><th>behaviour</th>{head}</tr>{''.join(rows)}</table>"
+
+
+DISAGREEMENT_TITLES = {0: "SDKs disagree: one passes what another fails or cannot decide",
+                       1: "SDKs differ: one ran what another could not", 2: "SDKs agree"}
 
 
 def _trace_table(trace: list[dict[str, Any]]) -> str:
@@ -166,8 +186,9 @@ def render_html(matrix: Matrix, out_dir: Path) -> str:
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<title>RocketMQ conformance matrix</title>"
         f"<style>{CSS}</style><script>{SCRIPT}</script></head><body>"
-        f"<h1>RocketMQ conformance matrix</h1><p class=\"muted\">{len(matrix.rows)} behaviours × "
-        f"{len(matrix.runs)} runs</p><h2>Runs</h2>{_runs_table(matrix, out_dir)}"
+        f"<h1>{'SDK × server matrix' if matrix.by_sdk else 'RocketMQ conformance matrix'}</h1>"
+        f"<p class=\"muted\">{len(matrix.rows)} behaviours × {len(matrix.runs)} "
+        f"{'SDKs' if matrix.by_sdk else 'runs'}</p><h2>Runs</h2>{_runs_table(matrix, out_dir)}"
         f"<h2>What changed</h2>{_diff_section(matrix)}<h2>Totals per area</h2>{_totals_table(matrix)}"
         f"<h2>Matrix</h2><p class=\"legend\">{legend}</p><p class=\"controls\"><label><input type=\"checkbox\" "
         f"onchange=\"onlyProblems(this)\"> only rows with a failure, an inconclusive or expected failure, or a stale "

@@ -42,6 +42,12 @@ class Run:
         return f"{s.get('target', '?')}{version} · {', '.join(s.get('profiles', []))} · {s.get('run_id', self.folder.name)}"
 
     @property
+    def sdk(self) -> str | None:
+        """The SDK the run drove, ``name version``, when its summary says (a column of the SDK × server matrix)."""
+        sdk = self.summary.get("sdk")
+        return f"{sdk['name']} {sdk.get('version') or ''}".strip() if sdk else None
+
+    @property
     def expected(self) -> dict[str, dict[str, str]]:
         gate = self.summary.get("gate") or {}
         return {e["id"]: e for e in gate.get("expected_failures", []) + gate.get("intermittent", [])}
@@ -121,6 +127,19 @@ class Matrix:
     rows: list[tuple[Any, list[Cell]]]          # (Behaviour, one cell per run)
     areas: dict[str, str]
 
+    @property
+    def by_sdk(self) -> bool:
+        """Runs of several SDKs (each run names its SDK, and they differ): the SDK × server matrix, one column
+        per SDK, the behaviours where they disagree first (as wpt.fyi puts browsers side by side)."""
+        labels = [r.sdk for r in self.runs]
+        return len(self.runs) > 1 and None not in labels and len(set(labels)) > 1
+
+    def ordered_rows(self) -> list[tuple[Any, list[Cell]]]:
+        """The rows as the matrix shows them: by area and ID; for an SDK matrix, disagreements first."""
+        if not self.by_sdk:
+            return self.rows
+        return sorted(self.rows, key=lambda row: disagreement(row[1]))
+
     def run_counts(self) -> list[dict[str, int]]:
         """Per run: how many behaviours are in each state (the per-area totals added up)."""
         totals = self.totals().values()
@@ -135,6 +154,18 @@ class Matrix:
             for counts, cell in zip(per_run, cells):
                 counts[cell.state] += 1
         return out
+
+
+TESTED = frozenset({"pass", "fail", "inconclusive", "expected failure"})
+
+
+def disagreement(cells: list[Cell]) -> int:
+    """How the columns of a row disagree: 0 one column passes what another fails or cannot decide, 1 their
+    states differ otherwise (one ran it, another could not), 2 they agree."""
+    states = {c.state for c in cells}
+    if len(states) == 1:
+        return 2
+    return 0 if "pass" in states and states & (TESTED - {"pass"}) else 1
 
 
 def build_matrix(runs: list[Run], spec: Spec) -> Matrix:
@@ -182,7 +213,7 @@ def diff(matrix: Matrix, before: int, after: int) -> list[Change]:
 def matrix_json(matrix: Matrix) -> dict[str, Any]:
     """The machine-readable matrix: runs, one row per behaviour, totals, and the diffs between runs."""
     runs = [{"folder": str(r.folder), "run_id": r.summary.get("run_id"), "target": r.summary.get("target"),
-             "version": r.summary.get("version"), "profiles": r.summary.get("profiles", []),
+             "version": r.summary.get("version"), "sdk": r.sdk, "profiles": r.summary.get("profiles", []),
              "timing": r.summary.get("timing"), "gate": (r.summary.get("gate") or {}).get("passed")}
             for r in matrix.runs]
     rows = [{"id": b.id, "area": b.area, "title": b.title,
@@ -194,4 +225,7 @@ def matrix_json(matrix: Matrix) -> dict[str, Any]:
               "changes": [{"id": c.id, "area": c.area, "before": c.before, "after": c.after, "kind": c.kind}
                           for c in diff(matrix, i, i + 1)]}
              for i in range(len(matrix.runs) - 1)]
-    return {"runs": runs, "behaviours": rows, "totals": matrix.totals(), "diffs": diffs}
+    out = {"runs": runs, "behaviours": rows, "totals": matrix.totals(), "diffs": diffs}
+    if matrix.by_sdk:
+        out["disagreements"] = [b.id for b, cells in matrix.ordered_rows() if disagreement(cells) < 2]
+    return out
