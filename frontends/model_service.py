@@ -1,23 +1,31 @@
 """The discrete-event model on a real clock: spec time runs ``1 / time_scale`` times faster than wall time.
 
 Every duration and timestamp that crosses the protocol is spec time: an invisible duration of 10 s
-at ``time_scale`` 0.01 keeps a message hidden for 100 ms of wall time. One lock guards the model;
-a ticker thread runs what falls due and wakes the handlers waiting in long polls.
+at ``time_scale`` 0.01 keeps a message hidden for 100 ms of wall time.
+
+One asyncio event loop, in a thread of its own, is the model's serialized entry point: the front ends'
+servers (``grpc.aio``, the remoting sockets) run on it, a ticker task runs what falls due, and whoever
+waits for the model to change (a long-polling receive, a suspended pull) awaits a wake-up instead of
+parking a thread. The model's lock stays, so that the few calls made from other threads (a remoting
+handler that must ask a client, a test poking the broker) are serialized with the loop's.
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Coroutine, Iterator, TypeVar
 
 from reference_impl.model.simulation import Simulation
 
 MAX_TICK_WAIT_S = 0.25
+T = TypeVar("T")
 
 
 class RealTimeModel:
-    """A ``Simulation`` whose virtual clock follows the wall clock, scaled."""
+    """A ``Simulation`` whose virtual clock follows the wall clock, scaled, behind one event loop."""
 
     def __init__(self, sim: Simulation, time_scale: float = 1.0) -> None:
         if not time_scale > 0:
@@ -27,8 +35,11 @@ class RealTimeModel:
         self.changed = threading.Condition(threading.RLock())
         self._t0 = time.monotonic()
         self.wall_epoch_ms = int(time.time() * 1000)
-        self._stopping = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self.loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._pulse: asyncio.Future[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._stopping = False
 
     # ---- time -------------------------------------------------------------------------------
 
@@ -58,42 +69,109 @@ class RealTimeModel:
 
     @contextmanager
     def locked(self) -> Iterator[Simulation]:
-        """Hold the model at the current spec time; waiters are woken on the way out."""
+        """Hold the model at the current spec time; whoever waits for a change is woken on the way out."""
         with self.changed:
             self._sync()
             yield self.sim
             self.changed.notify_all()
+        self.wake()
 
-    def wait(self, deadline_spec_ms: int, max_wall_s: float) -> None:
-        """Inside ``locked``: release the model until something changes, the next action falls due,
-        or the deadline passes (``max_wall_s`` bounds it on the wall clock)."""
+    # ---- waiting for a change, without a thread ---------------------------------------------
+
+    def on_loop(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def wake(self) -> None:
+        """Wake every ``changes`` waiter (from any thread)."""
+        if self._thread is None or self.loop.is_closed():
+            return
+        if self.on_loop():
+            self._resolve_pulse()
+        else:
+            try:
+                self.loop.call_soon_threadsafe(self._resolve_pulse)
+            except RuntimeError:  # the loop is closing
+                pass
+
+    def call_on_loop(self, fn: Any, *args: Any) -> None:
+        """Call ``fn(*args)`` on the loop: at once when already on it, else soon (an asyncio queue's put, say)."""
+        if self.on_loop() or self._thread is None:
+            fn(*args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def _resolve_pulse(self) -> None:
+        pulse, self._pulse = self._pulse, None
+        if pulse is not None and not pulse.done():
+            pulse.set_result(None)
+
+    async def changes(self, deadline_spec_ms: int, max_wall_s: float) -> None:
+        """On the loop: return when the model changed, its next action fell due, or the deadline passed
+        (``max_wall_s`` bounds it on the wall clock)."""
         now = self.spec_now_ms()
         due = self.sim.clock.next_due_ms()
         until = deadline_spec_ms if due is None else min(deadline_spec_ms, due)
-        self.changed.wait(min(max_wall_s, self.wall_seconds(until - now) + 0.0005))
-        if self._sync():
-            self.changed.notify_all()
+        await self._pulse_or(max(0.0, min(max_wall_s, self.wall_seconds(until - now) + 0.0005)))
+        with self.changed:
+            ran = self._sync()
+        if ran:
+            self.wake()
 
-    # ---- the ticker -------------------------------------------------------------------------
+    # ---- the loop and its ticker ------------------------------------------------------------
 
     def start(self) -> None:
-        self._ticker = threading.Thread(target=self._tick, name="rmqc-ticker", daemon=True)
-        self._ticker.start()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="rmqc-serve-loop", daemon=True)
+        self._thread.start()
+        self._ticker = self.run(self._start_ticker())
+
+    async def _start_ticker(self) -> "asyncio.Task[None]":
+        return asyncio.get_running_loop().create_task(self._tick())
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = 30.0) -> T:
+        """Run ``coroutine`` on the loop from another thread and return its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=timeout_s)
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def stop(self) -> None:
-        self._stopping.set()
-        with self.changed:
-            self.changed.notify_all()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2)
+        self._stopping = True
+        if self._thread is None or not self._thread.is_alive():
+            return
 
-    def _tick(self) -> None:
-        with self.changed:
-            while not self._stopping.is_set():
-                if self._sync():
-                    self.changed.notify_all()
+        async def cancel() -> None:
+            self._resolve_pulse()
+            if self._ticker is not None:
+                self._ticker.cancel()
+                try:
+                    await self._ticker
+                except asyncio.CancelledError:
+                    pass
+
+        try:
+            self.run(cancel(), timeout_s=5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+    async def _tick(self) -> None:
+        """Run what falls due as it falls due, and wake the waiters when anything ran."""
+        while not self._stopping:
+            with self.changed:
+                ran = self._sync()
                 due = self.sim.clock.next_due_ms()
-                wait = MAX_TICK_WAIT_S if due is None else min(
-                    MAX_TICK_WAIT_S, self.wall_seconds(due - self.spec_now_ms()))
-                if wait > 0:
-                    self.changed.wait(wait)
+            if ran:
+                self.wake()
+            wait = MAX_TICK_WAIT_S if due is None else min(MAX_TICK_WAIT_S,
+                                                           self.wall_seconds(due - self.spec_now_ms()))
+            await self._pulse_or(max(wait, 0.0005))
+
+    async def _pulse_or(self, wait_s: float) -> None:
+        """Until the next wake-up (something changed: maybe an earlier action is due now) or ``wait_s``."""
+        if self._pulse is None or self._pulse.done():
+            self._pulse = self.loop.create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._pulse), wait_s)
+        except asyncio.TimeoutError:
+            pass

@@ -30,6 +30,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "groups are set up through it as with mqadmin, and 4.x clients connect to it")
     p.add_argument("--broker-port", type=int, default=0, metavar="PORT",
                    help="the remoting broker's port (default 0: any free port)")
+    p.add_argument("--max-clients", type=int, default=1024, metavar="N",
+                   help="clients held at once; past it a call is answered TOO_MANY_REQUESTS (42900) naming the limit")
+    p.add_argument("--max-streams-per-client", type=int, default=8, metavar="N",
+                   help="Telemetry streams one client may hold (past it: RESOURCE_EXHAUSTED)")
+    p.add_argument("--max-receives-per-client", type=int, default=64, metavar="N",
+                   help="long-polling receives one client may have in flight (past it: 42900)")
+    p.add_argument("--stalled-stream-s", type=float, default=10.0, metavar="S",
+                   help="a Telemetry stream whose reader takes nothing this long is dropped")
+    p.add_argument("--partial-frame-s", type=float, default=10.0, metavar="S",
+                   help="a remoting connection that sends part of a frame and then nothing this long is closed")
     p.add_argument("--log-level", default="WARNING")
     p.set_defaults(handler=run_serve)
 
@@ -40,17 +50,21 @@ def run_serve(args: argparse.Namespace) -> int:
         ServeConfigError,
         load_config,
     )
+    from frontends.limits import ServeLimits
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_config(args.config) if args.config else None
+        limits = ServeLimits(max_clients=args.max_clients, max_streams_per_client=args.max_streams_per_client,
+                             max_receives_per_client=args.max_receives_per_client,
+                             stalled_write_s=args.stalled_stream_s, partial_frame_s=args.partial_frame_s)
         server = ReferenceServer(host=args.host, port=args.port, time_scale=args.time_scale, profile=args.profile,
                                  config=config, seed=args.seed, release=args.release,
-                                 remoting_ports=(args.namesrv_port, args.broker_port))
+                                 remoting_ports=(args.namesrv_port, args.broker_port), limits=limits)
+        server.start()
     except (ServeConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"rmqc serve: error: {exc}", file=sys.stderr)
         return 2
-    server.start()
     print(f"rmqc serve: listening on {server.address} (profile {args.profile}, RocketMQ {args.release}, "
           f"time scale {args.time_scale})",
           flush=True)

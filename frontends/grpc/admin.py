@@ -38,14 +38,14 @@ class AdminService:
         self.version = version
         self.namesrv = namesrv
 
-    def Info(self, request: dict, context: grpc.ServicerContext) -> dict:
+    async def Info(self, request: dict, context: grpc.aio.ServicerContext) -> dict:
         with self.model.locked() as sim:
             return {"server": "rmqc serve", "version": self.version, "profile": sim.profile, "release": sim.release,
                     "time_scale": self.model.time_scale, "spec_now_ms": sim.clock.now_ms,
                     "wall_epoch_ms": self.model.wall_epoch_ms, "namesrv": self.namesrv()}
 
     def handler(self) -> grpc.GenericRpcHandler:
-        def unary(method: Callable[[dict, grpc.ServicerContext], dict]) -> grpc.RpcMethodHandler:
+        def unary(method: Callable[..., Any]) -> grpc.RpcMethodHandler:
             return grpc.unary_unary_rpc_method_handler(method, request_deserializer=decode, response_serializer=encode)
 
         return grpc.method_handlers_generic_handler(SERVICE, {m: unary(getattr(self, m)) for m in METHODS})

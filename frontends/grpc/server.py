@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from reference_impl import VERSION
 from reference_impl.model.simulation import Simulation
 from spec import versions
 
+from ..limits import ServeLimits
 from ..model_service import RealTimeModel
 from ..remoting.server import RemotingServer
 from .admin import MESSAGE_TYPES, AdminService
@@ -60,12 +60,12 @@ def load_config(path: Path) -> ServeConfig:
 
 
 class ReferenceServer:
-    """The model, its real-time driver and the grpcio server around them."""
+    """The model, its event loop and the ``grpc.aio`` server (and the remoting sockets) on that loop."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
                  profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
-                 workers: int = 64, release: str = versions.LATEST,
-                 remoting_ports: tuple[int, int] | None = None) -> None:
+                 release: str = versions.LATEST, remoting_ports: tuple[int, int] | None = None,
+                 limits: ServeLimits | None = None) -> None:
         if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
@@ -80,38 +80,53 @@ class ReferenceServer:
             g = self.sim.broker.group(str(group["name"]))
             g.retry_max_times = int(group.get("retry_max_times", g.retry_max_times))
             g.fifo = bool(group.get("fifo", False))
-        self.options = ServeOptions(host=host, port=port, auto_create=config.auto_create)
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rmqc-rpc"),
-                                  options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                                           ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                                           ("grpc.so_reuseport", 0)])
+        self.limits = limits or ServeLimits()
+        self.options = ServeOptions(host=host, port=port, auto_create=config.auto_create, limits=self.limits)
         self.service = MessagingService(self.model, self.options)
-        service_pb2_grpc.add_MessagingServiceServicer_to_server(self.service, self.server)
-        self.remoting = None if remoting_ports is None else RemotingServer(self.model, host, *remoting_ports)
+        self.remoting = None if remoting_ports is None else RemotingServer(self.model, host, *remoting_ports,
+                                                                           limits=self.limits)
         """The remoting front end (name server and broker ports) over the same model, when asked for."""
-        namesrv = (lambda: self.remoting.namesrv_address) if self.remoting is not None else (lambda: None)
-        self.server.add_generic_rpc_handlers((AdminService(self.model, VERSION, namesrv).handler(),))
-        bound = self.server.add_insecure_port(f"{host}:{port}")
-        if bound == 0:
-            raise OSError(f"cannot bind {host}:{port}")
-        self.options.port = self.port = bound
         self.host = host
+        self.port = port
+        self.server: grpc.aio.Server | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    async def _start_grpc(self) -> None:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                                          ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                                          ("grpc.so_reuseport", 0)])
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(self.service, server)
+        namesrv = (lambda: self.remoting.namesrv_address) if self.remoting is not None else (lambda: None)
+        server.add_generic_rpc_handlers((AdminService(self.model, VERSION, namesrv).handler(),))
+        bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        if bound == 0:
+            raise OSError(f"cannot bind {self.host}:{self.port}")
+        self.options.port = self.port = bound
+        await server.start()
+        self.server = server
+
     def start(self) -> "ReferenceServer":
         self.model.start()
-        self.server.start()
-        if self.remoting is not None:
-            self.remoting.start()
+        try:
+            self.model.run(self._start_grpc())
+            if self.remoting is not None:
+                self.remoting.start()
+        except BaseException:
+            self.model.stop()
+            raise
         return self
 
     def stop(self, grace_s: float = 1.0) -> None:
         if self.remoting is not None:
             self.remoting.stop()
-        self.server.stop(grace_s).wait(grace_s + 1)
+        if self.server is not None:
+            try:
+                self.model.run(self.server.stop(grace_s), timeout_s=grace_s + 5)
+            except Exception as exc:  # stopping anyway
+                log.info("gRPC server stop: %s", exc)
         self.model.stop()
 
     def serve_until_signalled(self) -> None:

@@ -3,16 +3,20 @@
 Each handler validates like the proxy (codes from ``reference_impl.rules``), then calls the model's
 broker under the real-time lock. A handler never raises into gRPC: an unexpected error becomes
 ``INTERNAL_SERVER_ERROR`` with its message, and the server keeps serving.
+
+The service runs on ``grpc.aio`` on the model's event loop: a unary call is answered at once, a
+long-polling receive awaits the model's changes and a Telemetry stream awaits its reader and its outbox,
+so neither holds a thread. Every call is first admitted by the client table (``frontends.limits``).
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import AsyncIterator, Callable
 
 import grpc
 from rocketmq.grpc_protocol import definition_pb2 as pb
@@ -26,6 +30,7 @@ from reference_impl.rules import filter as filter_rules
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 
+from ..limits import ClientTable, ServeLimits
 from ..model_service import RealTimeModel
 from .convert import (
     WallClock,
@@ -52,6 +57,7 @@ class ServeOptions:
     auto_create: bool = True
     default_queues: int = 4
     long_polling_ms: int = retry5x.LONG_POLLING_TIMEOUT_MS
+    limits: ServeLimits = field(default_factory=ServeLimits)
 
 
 @dataclass
@@ -61,11 +67,11 @@ class ClientStream:
     client_id: str
     client_type: int
     topics: frozenset[str] = frozenset()  # the topics a producer declared in its settings (TX-07)
-    outbox: "queue.Queue[rpc.TelemetryCommand | None]" = field(default_factory=queue.Queue)  # type: ignore[name-defined]
+    outbox: "asyncio.Queue[rpc.TelemetryCommand | None]" = field(default_factory=asyncio.Queue)
 
 
-def _client_id(context: grpc.ServicerContext) -> str:
-    return dict(context.invocation_metadata()).get("x-mq-client-id", "")
+def _client_id(context: grpc.aio.ServicerContext) -> str:
+    return dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
 
 
 def _status_of(exc: Exception, handler: str) -> pb.Status:
@@ -80,11 +86,15 @@ def _status_of(exc: Exception, handler: str) -> pb.Status:
 
 
 def _guard(response_type: type) -> Callable:
-    """Answer a unary call's failure in its response's status."""
+    """An async unary handler around a synchronous one: the client is admitted first (a refusal is 42900 with
+    the limit's reason), and a failure is answered in the response's status."""
 
     def wrap(handler: Callable) -> Callable:
-        def run(self: "MessagingService", request, context):
+        async def run(self: "MessagingService", request, context):
             try:
+                refused = self.clients.admit(_client_id(context))
+                if refused:
+                    return response_type(status=status(codes.TOO_MANY_REQUESTS, refused))
                 return handler(self, request, context)
             except Exception as exc:
                 return response_type(status=_status_of(exc, handler.__name__))
@@ -105,6 +115,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         self.wall = WallClock(model.wall_epoch_ms, model.spec_now_ms)
         self.streams: dict[str, ClientStream] = {}
         self._streams_lock = threading.Lock()
+        self.clients = ClientTable(options.limits)
         self._tx_ids = itertools.count(1)
         self._round_robin = itertools.count()
         self.transactions: dict[str, object] = {}
@@ -158,38 +169,50 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
     @_guard(rpc.NotifyClientTerminationResponse)
     def NotifyClientTermination(self, request, context):
+        self.clients.leave(_client_id(context))
         return rpc.NotifyClientTerminationResponse(status=status(codes.OK))
 
-    def Telemetry(self, request_iterator, context) -> Iterator[rpc.TelemetryCommand]:  # type: ignore[override]
-        """Answer each settings command with the server's settings; keep the stream for transaction checks."""
-        stream = ClientStream(_client_id(context), 0)
+    async def Telemetry(self, request_iterator, context) -> None:  # type: ignore[override]
+        """Answer each settings command with the server's settings; keep the stream for transaction checks. A
+        reader that takes nothing for ``stalled_write_s`` is dropped; the stream costs no thread meanwhile."""
+        client = _client_id(context)
+        refused = self.clients.open_stream(client)
+        if refused:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refused)
+        stream = ClientStream(client, 0)
 
-        def read() -> None:
+        async def read() -> None:
             try:
-                for command in request_iterator:
+                async for command in request_iterator:
                     if command.HasField("settings"):
                         stream.client_type = command.settings.client_type
-                        stream.outbox.put(self._settings_answer(command.settings))
+                        stream.outbox.put_nowait(self._settings_answer(command.settings))
                         if command.settings.HasField("publishing"):
                             stream.topics = frozenset(t.name for t in command.settings.publishing.topics)
                             with self._streams_lock:
                                 self.streams[stream.client_id] = stream
-            except grpc.RpcError:  # the client went away
+            except (grpc.RpcError, asyncio.CancelledError):  # the client went away
                 pass
             except Exception:
                 log.exception("Telemetry failed")
             finally:
-                stream.outbox.put(None)
+                stream.outbox.put_nowait(None)
 
-        threading.Thread(target=read, name="rmqc-telemetry", daemon=True).start()
-        context.add_callback(lambda: stream.outbox.put(None))
+        reader = asyncio.get_running_loop().create_task(read())
         try:
             while True:
-                command = stream.outbox.get()
-                if command is None or not context.is_active():
+                command = await stream.outbox.get()
+                if command is None or context.done():
                     return
-                yield command
+                try:
+                    await asyncio.wait_for(context.write(command), self.options.limits.stalled_write_s)
+                except asyncio.TimeoutError:
+                    log.warning("client %s: its Telemetry stream took nothing for %g s; dropped", client,
+                                self.options.limits.stalled_write_s)
+                    return
         finally:
+            reader.cancel()
+            self.clients.close_stream(client)
             with self._streams_lock:
                 if self.streams.get(stream.client_id) is stream:
                     del self.streams[stream.client_id]
@@ -308,7 +331,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         command.recover_orphaned_transaction_command.message.CopyFrom(
             stored_message_of(message, message.properties.get("REAL_TOPIC", message.topic), self.wall))
         command.recover_orphaned_transaction_command.message.system_properties.message_type = pb.TRANSACTION
-        stream.outbox.put(command)
+        self.model.call_on_loop(stream.outbox.put_nowait, command)
         return None
 
     @_guard(rpc.EndTransactionResponse)
@@ -333,14 +356,23 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
     # ---- consuming --------------------------------------------------------------------------
 
-    def ReceiveMessage(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:  # type: ignore[override]
+    async def ReceiveMessage(self, request, context) -> AsyncIterator[rpc.ReceiveMessageResponse]:  # type: ignore[override]
+        client = _client_id(context)
+        refused = self.clients.begin_receive(client)
+        if refused:
+            yield rpc.ReceiveMessageResponse(status=status(codes.TOO_MANY_REQUESTS, refused))
+            return
         try:
-            yield from self._receive(request, context)
+            async for response in self._receive(request, context, client):
+                yield response
         except Exception as exc:
             yield rpc.ReceiveMessageResponse(status=_status_of(exc, "ReceiveMessage"))
+        finally:
+            self.clients.end_receive(client)
 
-    def _receive(self, request, context) -> Iterator[rpc.ReceiveMessageResponse]:
-        """Pop with the proxy's invisible-time rules (RETRY-5X-09), long-polling until a message is visible."""
+    async def _receive(self, request, context, client: str) -> AsyncIterator[rpc.ReceiveMessageResponse]:
+        """Pop with the proxy's invisible-time rules (RETRY-5X-09), long-polling until a message is visible:
+        the wait is an await on the model's changes, not a parked thread."""
         # implements FILTER-02 through the rules it calls
         group = self._group(request.group.name)
         if request.batch_size <= 0:
@@ -353,31 +385,31 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         poll = MAX_LONG_POLL_SPEC_MS
         if request.HasField("long_polling_timeout"):
             poll = min(max(0, ms_of(request.long_polling_timeout)), MAX_LONG_POLL_SPEC_MS)
-        client = _client_id(context)
         with self.model.locked() as sim:
             config = self._topic(request.message_queue.topic.name, create=False)
             fifo = self.broker.group(group).fifo
             deadline = sim.clock.now_ms + poll
-            wall_deadline = self.model.wall_seconds(poll)
-            give_up = time.monotonic() + min(MAX_LONG_POLL_WALL_S, wall_deadline)
+            give_up = time.monotonic() + min(MAX_LONG_POLL_WALL_S, self.model.wall_seconds(poll))
             # before 5.2.0 a revived message does not wake the poll: only a new message on the topic, or
             # the poll's end, makes the proxy pop again (RETRY-5X-11)
             retry_wakes = retry5x.retry_arrival_wakes_long_poll(sim.release)
 
-            def over() -> bool:
-                return sim.clock.now_ms >= deadline or time.monotonic() >= give_up or not context.is_active()
+        def over() -> bool:
+            return sim.clock.now_ms >= deadline or time.monotonic() >= give_up or context.done()
 
-            while True:
+        while True:
+            with self.model.locked() as sim:
                 flights = self.broker.pop(group, config.name, invisible, min(request.batch_size, MAX_BATCH),
                                           request.attempt_id or f"{client}-{sim.clock.now_ms}", fifo=fifo,
                                           auto_renew=request.auto_renew, tags=tags)
-                if flights or over():
-                    break
                 stored = self.broker.stored_count(config.name)
-                while True:
-                    self.model.wait(deadline, give_up - time.monotonic())
-                    if retry_wakes or over() or self.broker.stored_count(config.name) != stored:
-                        break
+            if flights or over():
+                break
+            while True:
+                await self.model.changes(deadline, give_up - time.monotonic())
+                if retry_wakes or over() or self.broker.stored_count(config.name) != stored:
+                    break
+        with self.model.locked() as sim:
             out = [message_of(f, self.wall, request.message_queue.topic.resource_namespace) for f in flights]
             for flight in flights:
                 m = flight.message
@@ -437,7 +469,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     # ---- not served -------------------------------------------------------------------------
 
     def _not_implemented(name: str, response_type: type):  # type: ignore[misc]
-        def handler(self, request, context):
+        async def handler(self, request, context):
             return response_type(status=status(codes.NOT_IMPLEMENTED, f"{name} is not served by the reference"))
 
         handler.__name__ = name

@@ -153,6 +153,13 @@ class RemotingBroker:
         host, _, port = self.broker_address.rpartition(":")
         return message_id.offset_msg_id(host, int(port), commit_offset)
 
+    def pull_held(self, request: Command, until_ms: int) -> Command | None:
+        """A suspended pull the server holds: its answer, or None while it waits (``pull_message``)."""
+        try:
+            return pull_message(self, request, until_ms)
+        except (KeyError, ValueError) as exc:
+            return request.response(SYSTEM_ERROR, f"bad request {request.code}: {exc}")
+
     def handle(self, request: Command) -> Command:
         handler = HANDLERS.get(request.code)
         if handler is None:
@@ -339,25 +346,38 @@ def _queue(sim: Simulation, topic: str, queue_id: int) -> list:
     return sim.broker.queues.get((topic, queue_id), [])
 
 
-def pull_message(b: RemotingBroker, request: Command) -> Command:
+def pull_suspend_until_ms(b: RemotingBroker, request: Command) -> int | None:
+    """The spec instant up to which the broker may hold a pull with FLAG_SUSPEND (its ``suspendTimeoutMillis``,
+    at most 15 s); None for a pull it answers at once."""
+    ext = request.ext
+    if not int(ext.get("sysFlag", 0)) & FLAG_SUSPEND:
+        return None
+    wait_ms = min(int(ext.get("suspendTimeoutMillis", BROKER_SUSPEND_MAX_MS)), BROKER_SUSPEND_MAX_MS)
+    with b.model.locked() as sim:
+        return sim.clock.now_ms + wait_ms
+
+
+def pull_message(b: RemotingBroker, request: Command, held_until_ms: int | None = None) -> Command | None:
     """``PullMessageProcessor.processRequest`` over ``DefaultMessageStore.getMessage``: up to ``maxMsgNums``
     messages from ``queueOffset`` as commit-log units; at the end of the queue a suspended pull waits up to
     ``suspendTimeoutMillis`` (at most 15 s) for a message, then PULL_NOT_FOUND; an offset past the end or
-    before the start is PULL_OFFSET_MOVED with the offset to use. Subscription filtering comes later."""
+    before the start is PULL_OFFSET_MOVED with the offset to use. Subscription filtering comes later.
+
+    The waiting is the server's (it holds the pull without a thread): while ``held_until_ms`` has not passed
+    and nothing is at the offset this answers None, and the server asks again when the model changes."""
     ext = request.ext
     topic, queue_id, offset = ext["topic"], int(ext["queueId"]), int(ext["queueOffset"])
     most = max(1, min(int(ext.get("maxMsgNums", 32)), 32))
     suspend = int(ext.get("sysFlag", 0)) & FLAG_SUSPEND
-    wait_ms = min(int(ext.get("suspendTimeoutMillis", BROKER_SUSPEND_MAX_MS)), BROKER_SUSPEND_MAX_MS)
     with b.model.locked() as sim:
         if topic not in sim.broker.topics:
             return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
         if suspend and int(ext.get("sysFlag", 0)) & FLAG_COMMIT_OFFSET and "commitOffset" in ext:
             # storeOffsetEnable: a pull the broker may suspend commits the offset it carries
             sim.broker.offsets[(ext["consumerGroup"], topic, queue_id)] = int(ext["commitOffset"])
-        deadline = sim.clock.now_ms + wait_ms
-        while suspend and offset == len(_queue(sim, topic, queue_id)) and sim.clock.now_ms < deadline:
-            b.model.wait(deadline, b.model.wall_seconds(deadline - sim.clock.now_ms) + 0.05)
+        if held_until_ms is not None and suspend and offset == len(_queue(sim, topic, queue_id)) \
+                and sim.clock.now_ms < held_until_ms:
+            return None
         queue = _queue(sim, topic, queue_id)
         bounds = {"minOffset": "0", "maxOffset": str(len(queue)), "suggestWhichBrokerId": "0"}
         if offset < 0 or offset > len(queue):

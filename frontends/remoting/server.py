@@ -1,8 +1,10 @@
-"""The remoting front end's sockets: a name server port and a broker port on loopback, asyncio in one
-thread, every request answered by ``handlers`` in a worker thread (REMOTING-01).
+"""The remoting front end's sockets: a name server port and a broker port on loopback, on the model's event
+loop (the gRPC front end's), every request answered by ``handlers`` in a worker thread (REMOTING-01). A pull
+the broker may suspend is held on the loop, awaiting the model's changes, so it holds no thread.
 
-A malformed frame closes its own connection and nothing else; a request the handlers do not know is
-answered REQUEST_CODE_NOT_SUPPORTED; a one-way request gets no answer.
+A malformed frame closes its own connection and nothing else, as does a peer that sends part of a frame and
+then nothing for ``partial_frame_s``; a request the handlers do not know is answered
+REQUEST_CODE_NOT_SUPPORTED; a one-way request gets no answer.
 """
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import concurrent.futures
 import dataclasses
 import itertools
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from ..limits import ServeLimits
 from ..model_service import RealTimeModel
 from .codec import ONEWAY_FLAG, Command, FrameError, FrameSplitter, decode, encode
-from .handlers import SYSTEM_ERROR, RemotingBroker
+from .handlers import PULL_MESSAGE, SYSTEM_ERROR, RemotingBroker, pull_suspend_until_ms
 
 log = logging.getLogger("rmqc.remoting")
 READ_CHUNK = 64 * 1024
@@ -28,16 +30,18 @@ class RemotingServer:
     """Two listening sockets (name server, broker) over one ``RemotingBroker``."""
 
     def __init__(self, model: RealTimeModel, host: str = "127.0.0.1", namesrv_port: int = 0, broker_port: int = 0,
-                 workers: int = 32) -> None:
+                 workers: int = 8, limits: ServeLimits | None = None) -> None:
+        """``model`` must be started: its loop carries these sockets."""
         self.model, self.host = model, host
+        self.limits = limits or ServeLimits()
         self._ports = (namesrv_port, broker_port)
         self.namesrv_port = self.broker_port = 0
         self.broker: RemotingBroker | None = None
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rmqc-remoting")
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="rmqc-remoting-io", daemon=True)
+        self._loop = model.loop
         self._servers: list[asyncio.base_events.Server] = []
         self.connections_closed_for_bad_frames = 0
+        self.connections_closed_for_stalled_frames = 0
         self._connections = itertools.count(1)
         self._writers: dict[int, asyncio.StreamWriter] = {}
         self._awaited: dict[int, concurrent.futures.Future[Command]] = {}
@@ -48,9 +52,7 @@ class RemotingServer:
         return f"{self.host}:{self.namesrv_port}"
 
     def start(self) -> "RemotingServer":
-        self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(self._listen(), self._loop)
-        future.result(timeout=10)
+        self.model.run(self._listen(), timeout_s=10)
         return self
 
     async def _listen(self) -> None:
@@ -71,7 +73,16 @@ class RemotingServer:
         tasks: set[asyncio.Task] = set()
         try:
             while True:
-                data = await reader.read(READ_CHUNK)
+                if splitter.buffer:  # part of a frame came: the rest must follow in time
+                    try:
+                        data = await asyncio.wait_for(reader.read(READ_CHUNK), self.limits.partial_frame_s)
+                    except asyncio.TimeoutError:
+                        self.connections_closed_for_stalled_frames += 1
+                        log.warning("closing %s: %d bytes of a frame, then nothing for %g s",
+                                    writer.get_extra_info("peername"), len(splitter.buffer), self.limits.partial_frame_s)
+                        return
+                else:
+                    data = await reader.read(READ_CHUNK)
                 if not data:
                     return
                 for payload in splitter.feed(data):
@@ -105,7 +116,9 @@ class RemotingServer:
 
     async def _reply(self, request: Command, writer: asyncio.StreamWriter, slots: asyncio.Semaphore) -> None:
         try:
-            response = await asyncio.get_running_loop().run_in_executor(self._executor, self._answer, request)
+            response = await self._held_pull(request) if request.code == PULL_MESSAGE else None
+            if response is None:
+                response = await asyncio.get_running_loop().run_in_executor(self._executor, self._answer, request)
             if not request.is_oneway and not writer.is_closing():
                 writer.write(encode(response))
                 await writer.drain()
@@ -113,6 +126,22 @@ class RemotingServer:
             pass  # the client went away
         finally:
             slots.release()
+
+    async def _held_pull(self, request: Command) -> Command | None:
+        """A pull with FLAG_SUSPEND, held on the loop until a message is at its offset or its suspension ends;
+        None for a pull to answer at once (or a malformed one: the handler's answer)."""
+        assert self.broker is not None
+        try:
+            until = pull_suspend_until_ms(self.broker, request)
+        except (KeyError, ValueError):
+            return None
+        if until is None:
+            return None
+        while True:
+            response = self.broker.pull_held(request, until)
+            if response is not None:
+                return response
+            await self.model.changes(until, self.model.wall_seconds(until - self.model.spec_now_ms()) + 0.05)
 
     # ---- the broker's calls to its clients (handlers.ClientCalls) ----
 
@@ -156,8 +185,9 @@ class RemotingServer:
                 server.close()
                 await server.wait_closed()
 
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
+        if not self._loop.is_closed() and self._loop.is_running():
+            try:
+                self.model.run(close(), timeout_s=10)
+            except Exception as exc:  # stopping anyway
+                log.info("remoting stop: %s", exc)
         self._executor.shutdown(wait=False, cancel_futures=True)
