@@ -6,12 +6,15 @@ at ``time_scale`` 0.01 keeps a message hidden for 100 ms of wall time.
 One asyncio event loop, in a thread of its own, is the model's serialized entry point: the front ends'
 servers (``grpc.aio``, the remoting sockets) run on it, a ticker task runs what falls due, and whoever
 waits for the model to change (a long-polling receive, a suspended pull) awaits a wake-up instead of
-parking a thread. The model's lock stays, so that the few calls made from other threads (a remoting
+parking a thread. Wake-ups are aimed: a message stored on a topic wakes one waiter of that topic per
+message (not every waiter of the server: hundreds of long polls would each pop again on every send); what
+the ticker runs (a revive, a delay falling due) wakes them all. The model's lock stays, so that the few calls made from other threads (a remoting
 handler that must ask a client, a test poking the broker) are serialized with the loop's.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import threading
 import time
@@ -38,8 +41,15 @@ class RealTimeModel:
         self.loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
         self._pulse: asyncio.Future[None] | None = None
+        """The ticker's wake-up: anything changed, maybe an earlier action is due."""
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._topic_waiters: dict[tuple[str, int | None], collections.deque[asyncio.Future[None]]] = \
+            collections.defaultdict(collections.deque)
+        """Waiters of a (topic, queue id), or of a whole topic (queue id None)."""
+        self._arrivals: collections.Counter[tuple[str, int]] = collections.Counter()
         self._ticker: asyncio.Task[None] | None = None
         self._stopping = False
+        sim.broker.on_append.append(self._arrived)
 
     # ---- time -------------------------------------------------------------------------------
 
@@ -69,53 +79,89 @@ class RealTimeModel:
 
     @contextmanager
     def locked(self) -> Iterator[Simulation]:
-        """Hold the model at the current spec time; whoever waits for a change is woken on the way out."""
+        """Hold the model at the current spec time; on the way out the ticker looks again (an action may be due
+        sooner) and every message stored meanwhile wakes a waiter of its topic."""
         with self.changed:
             self._sync()
             yield self.sim
             self.changed.notify_all()
-        self.wake()
+        self._after_change()
+
+    def _arrived(self, topic: str, queue_id: int) -> None:
+        self._arrivals[(topic, queue_id)] += 1
 
     # ---- waiting for a change, without a thread ---------------------------------------------
 
     def on_loop(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
-    def wake(self) -> None:
-        """Wake every ``changes`` waiter (from any thread)."""
-        if self._thread is None or self.loop.is_closed():
-            return
-        if self.on_loop():
-            self._resolve_pulse()
-        else:
-            try:
-                self.loop.call_soon_threadsafe(self._resolve_pulse)
-            except RuntimeError:  # the loop is closing
-                pass
-
     def call_on_loop(self, fn: Any, *args: Any) -> None:
         """Call ``fn(*args)`` on the loop: at once when already on it, else soon (an asyncio queue's put, say)."""
         if self.on_loop() or self._thread is None:
             fn(*args)
         else:
-            self.loop.call_soon_threadsafe(fn, *args)
+            try:
+                self.loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the loop is closing
+                pass
 
-    def _resolve_pulse(self) -> None:
+    def _after_change(self) -> None:
+        if self._thread is not None and not self.loop.is_closed():
+            self.call_on_loop(self._wake_arrivals)
+
+    def _wake_arrivals(self) -> None:
+        """On the loop: the ticker, and one waiter of a topic per message stored on it."""
         pulse, self._pulse = self._pulse, None
         if pulse is not None and not pulse.done():
             pulse.set_result(None)
+        with self.changed:
+            arrivals, self._arrivals = self._arrivals, collections.Counter()
+        for (topic, queue_id), count in arrivals.items():
+            for key in ((topic, queue_id), (topic, None)):
+                waiters, left = self._topic_waiters.get(key), count
+                while waiters and left > 0:
+                    waiter = waiters.popleft()
+                    if not waiter.done():
+                        waiter.set_result(None)
+                        left -= 1
 
-    async def changes(self, deadline_spec_ms: int, max_wall_s: float) -> None:
-        """On the loop: return when the model changed, its next action fell due, or the deadline passed
-        (``max_wall_s`` bounds it on the wall clock)."""
+    def _wake_all(self) -> None:
+        """On the loop: every waiter (what the ticker ran may concern any of them)."""
+        for waiter in list(self._waiters):
+            if not waiter.done():
+                waiter.set_result(None)
+        self._wake_arrivals()
+
+    def wake(self) -> None:
+        """Wake every waiter (from any thread)."""
+        if self._thread is not None and not self.loop.is_closed():
+            self.call_on_loop(self._wake_all)
+
+    async def changes(self, deadline_spec_ms: int, max_wall_s: float, topic: str | None = None,
+                      queue_id: int | None = None) -> None:
+        """On the loop: return when a message arrived for this waiter on ``topic`` (on its queue ``queue_id``, or
+        any), the ticker ran something, the model's next action fell due, or the deadline passed (``max_wall_s``
+        bounds it on the wall clock)."""
         now = self.spec_now_ms()
         due = self.sim.clock.next_due_ms()
         until = deadline_spec_ms if due is None else min(deadline_spec_ms, due)
-        await self._pulse_or(max(0.0, min(max_wall_s, self.wall_seconds(until - now) + 0.0005)))
+        waiter: asyncio.Future[None] = self.loop.create_future()
+        self._waiters.add(waiter)
+        if topic is not None:
+            self._topic_waiters[(topic, queue_id)].append(waiter)
+        try:
+            await asyncio.wait_for(waiter, max(0.0, min(max_wall_s, self.wall_seconds(until - now) + 0.0005)))
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(waiter)
+            waiters = self._topic_waiters.get((topic, queue_id)) if topic is not None else None
+            if waiters is not None and len(waiters) > 2 * len(self._waiters) + 16:  # drop those that timed out
+                self._topic_waiters[(topic, queue_id)] = collections.deque(w for w in waiters if not w.done())
         with self.changed:
             ran = self._sync()
         if ran:
-            self.wake()
+            self._wake_all()
 
     # ---- the loop and its ticker ------------------------------------------------------------
 
@@ -140,7 +186,7 @@ class RealTimeModel:
             return
 
         async def cancel() -> None:
-            self._resolve_pulse()
+            self._wake_all()
             if self._ticker is not None:
                 self._ticker.cancel()
                 try:
@@ -162,13 +208,13 @@ class RealTimeModel:
                 ran = self._sync()
                 due = self.sim.clock.next_due_ms()
             if ran:
-                self.wake()
+                self._wake_all()
             wait = MAX_TICK_WAIT_S if due is None else min(MAX_TICK_WAIT_S,
                                                            self.wall_seconds(due - self.spec_now_ms()))
             await self._pulse_or(max(wait, 0.0005))
 
     async def _pulse_or(self, wait_s: float) -> None:
-        """Until the next wake-up (something changed: maybe an earlier action is due now) or ``wait_s``."""
+        """The ticker's wait: until the next change (maybe an earlier action is due now) or ``wait_s``."""
         if self._pulse is None or self._pulse.done():
             self._pulse = self.loop.create_future()
         try:

@@ -406,7 +406,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if flights or over():
                 break
             while True:
-                await self.model.changes(deadline, give_up - time.monotonic())
+                await self.model.changes(deadline, give_up - time.monotonic(), config.name)
                 if retry_wakes or over() or self.broker.stored_count(config.name) != stored:
                     break
         with self.model.locked() as sim:

@@ -141,7 +141,8 @@ class RemotingServer:
             response = self.broker.pull_held(request, until)
             if response is not None:
                 return response
-            await self.model.changes(until, self.model.wall_seconds(until - self.model.spec_now_ms()) + 0.05)
+            await self.model.changes(until, self.model.wall_seconds(until - self.model.spec_now_ms()) + 0.05,
+                                     request.ext.get("topic"), int(request.ext.get("queueId", 0)))
 
     # ---- the broker's calls to its clients (handlers.ClientCalls) ----
 

@@ -179,6 +179,8 @@ class Broker:
         self.enable_property_filter = False
         self.messages_in_memory = True  # False: queue offset 0 is on disk, new groups follow ConsumeFromWhere
         self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
+        self.on_append: list[Callable[[str, int], None]] = []
+        """Observers of every stored message's topic and queue (a real-time front end wakes their waiters)."""
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}
         self.acked: dict[str, int] = {}
@@ -233,6 +235,8 @@ class Broker:
                           reconsume_times, born_ms, self.sim.clock.now_ms, tran_type)
         queue.append(message)
         self.commit_log.append(message)
+        for listener in self.on_append:
+            listener(topic, queue_id)
         return message
 
     def put(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str], msg_id: str, *,
