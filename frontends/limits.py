@@ -87,16 +87,20 @@ class ClientTable:
             state.leaving = True
             self._expire(self.clock())
 
-    def open_stream(self, client: str) -> str | None:
+    def _take(self, client: str, kind: str, limit: int, what: str) -> str | None:
+        """One more stream or receive of ``client`` (``kind`` names the counter), unless past ``limit``."""
         refused = self.admit(client)
         if refused:
             return refused
         state = self.clients[client]
-        if state.streams >= self.limits.max_streams_per_client:
-            return self._refuse(client, "streams", f"client {client} holds {state.streams} Telemetry streams, the "
-                                                   f"limit per client ({self.limits.max_streams_per_client})")
-        state.streams += 1
+        held = getattr(state, kind)
+        if held >= limit:
+            return self._refuse(client, kind, f"client {client} holds {held} {what}, the limit per client ({limit})")
+        setattr(state, kind, held + 1)
         return None
+
+    def open_stream(self, client: str) -> str | None:
+        return self._take(client, "streams", self.limits.max_streams_per_client, "Telemetry streams")
 
     def close_stream(self, client: str) -> None:
         state = self.clients.get(client)
@@ -105,15 +109,7 @@ class ClientTable:
             state.last_seen = self.clock()
 
     def begin_receive(self, client: str) -> str | None:
-        refused = self.admit(client)
-        if refused:
-            return refused
-        state = self.clients[client]
-        if state.receives >= self.limits.max_receives_per_client:
-            return self._refuse(client, "receives", f"client {client} has {state.receives} receives in flight, the "
-                                                    f"limit per client ({self.limits.max_receives_per_client})")
-        state.receives += 1
-        return None
+        return self._take(client, "receives", self.limits.max_receives_per_client, "receives in flight")
 
     def end_receive(self, client: str) -> None:
         state = self.clients.get(client)
