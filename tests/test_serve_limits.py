@@ -228,3 +228,41 @@ def test_serve_is_deterministic_for_a_seed():
     first = _scripted_events(7)
     assert [k for k, *_ in first].count("SEND_OK") == 6 and "DELIVER" in [k for k, *_ in first]
     assert first == _scripted_events(7)
+
+
+def test_a_stream_whose_reader_takes_nothing_is_dropped():
+    """A producer's Telemetry stream whose client never reads: the server's writes to it stop at the
+    transport's flow-control window (bounded memory) and after ``stalled_write_s`` the stream is dropped."""
+    server = _server(stalled_write_s=1.0)
+    opened = threading.Event()
+    channel = grpc.insecure_channel(server.address)
+    stub = service_pb2_grpc.MessagingServiceStub(channel)
+    never = threading.Event()
+
+    def commands():
+        settings = pb.Settings(client_type=pb.PRODUCER)
+        settings.publishing.topics.add(name="T")
+        yield rpc.TelemetryCommand(settings=settings)
+        opened.set()
+        never.wait(60)
+
+    call = stub.Telemetry(commands(), metadata=(("x-mq-client-id", "deaf"),))
+    try:
+        assert opened.wait(10)
+        deadline = time.monotonic() + 10
+        while "deaf" not in server.service.streams and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stream = server.service.streams["deaf"]
+        big = rpc.TelemetryCommand(status=pb.Status(code=pb.OK, message="x" * 65536))
+        for _ in range(400):  # 26 MB: far past any window the client's transport opens without reading
+            server.model.call_on_loop(stream.outbox.put_nowait, big)
+        deadline = time.monotonic() + 20
+        while "deaf" in server.service.streams and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "deaf" not in server.service.streams, "the stalled stream is still held"
+        assert server.service.clients.clients.get("deaf") is None or not server.service.clients.clients["deaf"].streams
+    finally:
+        never.set()
+        call.cancel()
+        channel.close()
+        server.stop()
