@@ -398,6 +398,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             return sim.clock.now_ms >= deadline or time.monotonic() >= give_up or context.done()
 
         while True:
+            if context.done():  # the client gave up: popping now would hide messages until they revive
+                return
             with self.model.locked() as sim:
                 flights = self.broker.pop(group, config.name, invisible, min(request.batch_size, MAX_BATCH),
                                           request.attempt_id or f"{client}-{sim.clock.now_ms}", fifo=fifo,
