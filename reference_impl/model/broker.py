@@ -6,6 +6,7 @@ called through its module so that a test can swap one rule and see the suites re
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -184,6 +185,7 @@ class Broker:
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}
         self.acked: dict[str, int] = {}
+        self._ack_expiry: list[tuple[int, str]] = []
         """Acked receipt handles and when each expires (a repeated ack before then is OK, RETRY-5X-09)."""
         self.pop_offsets: dict[tuple[str, str, int], int] = {}
         self.order_infos: dict[tuple[str, str, int], fifo_rules.OrderInfo] = {}
@@ -442,10 +444,15 @@ class Broker:
         return codes.OK
 
     def _remember_ack(self, receipt: str, expires_ms: int) -> None:
+        """Keep an acked handle until it expires (a repeated ack before then is OK). The expired ones are
+        forgotten from the front of a heap by expiry: each ack costs O(log n), however many are held."""
         now = self.sim.clock.now_ms
-        if len(self.acked) >= 4096:  # forget the handles that have expired: their ack is refused either way
-            self.acked = {r: e for r, e in self.acked.items() if e > now}
+        while self._ack_expiry and self._ack_expiry[0][0] <= now:
+            _, old = heapq.heappop(self._ack_expiry)
+            if self.acked.get(old, now + 1) <= now:
+                del self.acked[old]
         self.acked[receipt] = expires_ms
+        heapq.heappush(self._ack_expiry, (expires_ms, receipt))
 
     def change_invisible_duration(self, receipt: str, invisible_ms: int) -> tuple[int, str | None]:
         retry5x.change_invisible_ms(invisible_ms)  # an illegal time leaves the handle as it was
