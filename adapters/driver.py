@@ -50,8 +50,8 @@ def driver_timeout_s() -> float:
 
 
 class DriverBroken(TargetError):
-    """The driver hung or wrote something that is not the protocol: it was stopped, and is not restarted
-    in this process (every later session would meet the same driver)."""
+    """The driver hung or wrote something that is not the protocol: it was stopped, and every later call of
+    the same test fails at once with the reason (the next test starts a new one: ``forget_broken_drivers``)."""
 
 
 class ProtocolValidator:
@@ -89,7 +89,7 @@ class ProtocolValidator:
         """``None`` when ``message`` is a line of the protocol, else the schema's first complaint."""
         self.checked += 1
         kind = self.kind_of(message)
-        error = next(iter(sorted(self._validators[kind].iter_errors(message), key=lambda e: e.path)), None)
+        error = min(self._validators[kind].iter_errors(message), key=lambda e: len(e.path), default=None)
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "the line"
@@ -98,10 +98,6 @@ class ProtocolValidator:
 
 _VALIDATED: dict[str, int] = {}
 """Lines checked against the schema per driver command in this process (``RMQC_DRIVER_VALIDATE=1``)."""
-
-
-def validated_lines(command: str) -> int:
-    return _VALIDATED.get(command, 0)
 
 
 def _report_validated() -> None:

@@ -9,15 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
-from referencing import Registry, Resource
 
 from adapters.base import TargetError
-from adapters.driver import DriverTarget
+from adapters.driver import DriverTarget, ProtocolValidator
 from history.values import ListenerOutcome
 from reference_impl.rules.codes import RocketMQError
-from spec.loader import SCHEMAS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = "python -m drivers.reference_driver"
@@ -44,25 +41,22 @@ def test_reference_driver_passes_the_same_suites_with_identical_verdicts(tmp_pat
     assert driven["target"] == f"driver:{DRIVER}" and not driven["failed"] and len(ours) > 300
 
 
-def _validator() -> jsonschema.Draft202012Validator:
-    schemas = {name: json.loads((SCHEMAS_DIR / name).read_text())
-               for name in ("driver-protocol.schema.json", "event-log.schema.json")}
-    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
-    return jsonschema.Draft202012Validator(schemas["driver-protocol.schema.json"], registry=registry)
-
-
 class Conversation:
     """The reference driver with every line both ways checked against the protocol schema."""
 
     def __init__(self) -> None:
-        self.validator = _validator()
+        self.validator = ProtocolValidator()
         self.process = subprocess.Popen([sys.executable, "-m", "drivers.reference_driver"], cwd=ROOT, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.ids = iter(range(1, 10_000))
         self.seen: list[dict] = []
 
+    def check(self, message: dict) -> None:
+        problem = self.validator.problem(message)
+        assert problem is None, problem
+
     def send(self, message: dict) -> None:
-        self.validator.validate(message)
+        self.check(message)
         self.process.stdin.write(json.dumps(message) + "\n")
         self.process.stdin.flush()
 
@@ -70,7 +64,7 @@ class Conversation:
         self.send({"id": (rid := next(self.ids)), "cmd": cmd, **fields})
         while True:
             message = json.loads(self.process.stdout.readline())
-            self.validator.validate(message)
+            self.check(message)
             self.seen.append(message)
             if "ask" in message:
                 self.send({"cmd": "answer", "ask_id": message["ask_id"], **answer(message)})
