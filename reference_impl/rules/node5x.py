@@ -13,6 +13,8 @@ where it differs from the Java and Python 5.x clients. Pure functions.
 - SDK-NODE-06: a producer declares every topic it has sent to (a route lookup adds the topic to the
   settings it sends), so a transactional producer is checked for its own halves without declaring topics.
 - SDK-NODE-07: start-up awaits the server's first settings, with no time limit, when the client has topics.
+- SDK-NODE-08: how it acks: a push consumer retries a failed ack (or nack) every second for ever, forgiving
+  an invalid receipt handle; a simple consumer's ack reads only the top-level status.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from typing import Sequence, TypeVar
 
 from history.values import NODE_5X_SDK
 
+from . import codes
 from .codes import RocketMQError
 
 SDK = NODE_5X_SDK
@@ -145,3 +148,25 @@ def startup_awaits_settings(topics: int) -> bool:
     """``BaseClient.#startup`` (SDK-NODE-07): a client with topics (every consumer, a producer that declares
     some) awaits the first Settings command, with no time limit; one without topics is running at once."""
     return topics > 0
+
+
+MULTIPLE_RESULTS = 30000
+"""``Code.MULTIPLE_RESULTS``: a batch answer whose entries differ."""
+ACK_RETRY_DELAY_MS = 1000
+"""``ACK_MESSAGE_FAILURE_BACKOFF_DELAY``, ``CHANGE_INVISIBLE_DURATION_FAILURE_BACKOFF_DELAY`` and
+``FORWARD_MESSAGE_TO_DLQ_FAILURE_BACKOFF_DELAY`` of ``ProcessQueue``."""
+
+
+def push_ack_retry_ms(code: int | None) -> int | None:
+    """``ProcessQueue.#ackMessage`` / ``#changeInvisibleDuration`` (SDK-NODE-08): after an answer with ``code``
+    (None: the call failed), the wait before the same request is sent again; None when it is not. OK ends it,
+    INVALID_RECEIPT_HANDLE is forgiven, anything else is retried 1 s later, with no limit on the attempts."""
+    if code in (codes.OK, codes.INVALID_RECEIPT_HANDLE):
+        return None
+    return ACK_RETRY_DELAY_MS
+
+
+def simple_ack_raises(top_level_code: int, entry_codes: Sequence[int]) -> bool:
+    """``Consumer.ackMessage`` (SDK-NODE-08): a simple consumer's ack looks at the response's top-level status
+    only (OK and MULTIPLE_RESULTS pass); the entries' own codes are not read."""
+    return top_level_code not in (codes.OK, MULTIPLE_RESULTS)
