@@ -102,16 +102,17 @@ class ClientTable:
     def open_stream(self, client: str) -> str | None:
         return self._take(client, "streams", self.limits.max_streams_per_client, "Telemetry streams")
 
-    def close_stream(self, client: str) -> None:
+    def _give_back(self, client: str, kind: str) -> None:
         state = self.clients.get(client)
         if state is not None:
-            state.streams = max(0, state.streams - 1)
+            setattr(state, kind, max(0, getattr(state, kind) - 1))
             state.last_seen = self.clock()
+
+    def close_stream(self, client: str) -> None:
+        self._give_back(client, "streams")
 
     def begin_receive(self, client: str) -> str | None:
         return self._take(client, "receives", self.limits.max_receives_per_client, "receives in flight")
 
     def end_receive(self, client: str) -> None:
-        state = self.clients.get(client)
-        if state is not None:
-            state.receives = max(0, state.receives - 1)
+        self._give_back(client, "receives")
