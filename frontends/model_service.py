@@ -6,9 +6,11 @@ at ``time_scale`` 0.01 keeps a message hidden for 100 ms of wall time.
 One asyncio event loop, in a thread of its own, is the model's serialized entry point: the front ends'
 servers (``grpc.aio``, the remoting sockets) run on it, a ticker task runs what falls due, and whoever
 waits for the model to change (a long-polling receive, a suspended pull) awaits a wake-up instead of
-parking a thread. Wake-ups are aimed: a message stored on a topic wakes one waiter of that topic per
-message (not every waiter of the server: hundreds of long polls would each pop again on every send); what
-the ticker runs (a revive, a delay falling due) wakes them all. The model's lock stays, so that the few calls made from other threads (a remoting
+parking a thread. Wake-ups are aimed: a message stored on a topic wakes, per consumer group popping that
+topic, one waiter per message (each group gets each message once: waking every waiter of the server would
+have hundreds of long polls pop again on every send), and every pull held on its queue (each pull is a
+consumer's own cursor: a broadcasting consumer wants the message as much as its peer); what the ticker runs
+(a revive, a delay falling due) wakes them all. The model's lock stays, so that the few calls made from other threads (a remoting
 handler that must ask a client, a test poking the broker) are serialized with the loop's.
 """
 from __future__ import annotations
@@ -43,9 +45,12 @@ class RealTimeModel:
         self._pulse: asyncio.Future[None] | None = None
         """The ticker's wake-up: anything changed, maybe an earlier action is due."""
         self._waiters: set[asyncio.Future[None]] = set()
-        self._topic_waiters: dict[tuple[str, int | None], collections.deque[asyncio.Future[None]]] = \
+        self._group_waiters: dict[tuple[str, str], collections.deque[asyncio.Future[None]]] = \
             collections.defaultdict(collections.deque)
-        """Waiters of a (topic, queue id), or of a whole topic (queue id None)."""
+        """Pops waiting on a topic, by (topic, group): one per stored message and group is woken."""
+        self._groups_of: dict[str, set[str]] = collections.defaultdict(set)
+        self._queue_waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = collections.defaultdict(set)
+        """Pulls held on a (topic, queue id): all woken by a message stored there."""
         self._arrivals: collections.Counter[tuple[str, int]] = collections.Counter()
         self._ticker: asyncio.Task[None] | None = None
         self._stopping = False
@@ -117,8 +122,11 @@ class RealTimeModel:
         with self.changed:
             arrivals, self._arrivals = self._arrivals, collections.Counter()
         for (topic, queue_id), count in arrivals.items():
-            for key in ((topic, queue_id), (topic, None)):
-                waiters, left = self._topic_waiters.get(key), count
+            for waiter in self._queue_waiters.pop((topic, queue_id), ()):
+                if not waiter.done():
+                    waiter.set_result(None)
+            for group in self._groups_of.get(topic, ()):
+                waiters, left = self._group_waiters.get((topic, group)), count
                 while waiters and left > 0:
                     waiter = waiters.popleft()
                     if not waiter.done():
@@ -138,26 +146,32 @@ class RealTimeModel:
             self.call_on_loop(self._wake_all)
 
     async def changes(self, deadline_spec_ms: int, max_wall_s: float, topic: str | None = None,
-                      queue_id: int | None = None) -> None:
-        """On the loop: return when a message arrived for this waiter on ``topic`` (on its queue ``queue_id``, or
-        any), the ticker ran something, the model's next action fell due, or the deadline passed (``max_wall_s``
-        bounds it on the wall clock)."""
+                      queue_id: int | None = None, group: str | None = None) -> None:
+        """On the loop: return when a message arrived for this waiter (a pull held on ``topic``'s queue
+        ``queue_id``, or a pop of ``group`` on ``topic``), the ticker ran something, the model's next action fell
+        due, or the deadline passed (``max_wall_s`` bounds it on the wall clock)."""
         now = self.spec_now_ms()
         due = self.sim.clock.next_due_ms()
         until = deadline_spec_ms if due is None else min(deadline_spec_ms, due)
         waiter: asyncio.Future[None] = self.loop.create_future()
         self._waiters.add(waiter)
-        if topic is not None:
-            self._topic_waiters[(topic, queue_id)].append(waiter)
+        if topic is not None and queue_id is not None:
+            self._queue_waiters[(topic, queue_id)].add(waiter)
+        elif topic is not None and group is not None:
+            self._groups_of[topic].add(group)
+            self._group_waiters[(topic, group)].append(waiter)
         try:
             await asyncio.wait_for(waiter, max(0.0, min(max_wall_s, self.wall_seconds(until - now) + 0.0005)))
         except asyncio.TimeoutError:
             pass
         finally:
             self._waiters.discard(waiter)
-            waiters = self._topic_waiters.get((topic, queue_id)) if topic is not None else None
-            if waiters is not None and len(waiters) > 2 * len(self._waiters) + 16:  # drop those that timed out
-                self._topic_waiters[(topic, queue_id)] = collections.deque(w for w in waiters if not w.done())
+            if topic is not None and queue_id is not None:
+                self._queue_waiters.get((topic, queue_id), set()).discard(waiter)
+            elif topic is not None and group is not None:
+                waiters = self._group_waiters[(topic, group)]
+                if len(waiters) > 2 * len(self._waiters) + 16:  # drop those that timed out
+                    self._group_waiters[(topic, group)] = collections.deque(w for w in waiters if not w.done())
         with self.changed:
             ran = self._sync()
         if ran:

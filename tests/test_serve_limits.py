@@ -266,3 +266,43 @@ def test_a_stream_whose_reader_takes_nothing_is_dropped():
         call.cancel()
         channel.close()
         server.stop()
+
+
+def test_a_stored_message_wakes_every_pull_on_its_queue_and_one_pop_per_group():
+    """Aimed wake-ups: every pull held on the queue (each is a consumer's own cursor: broadcasting peers
+    both want it), and one waiting pop of each group popping the topic; not the pops of other topics."""
+    import asyncio
+
+    from frontends.model_service import RealTimeModel
+    from history.profiles import GRPC_5X
+    from reference_impl.model.simulation import Simulation
+
+    model = RealTimeModel(Simulation(GRPC_5X, run_id="wake"), time_scale=1.0)
+    model.sim.broker.create_topic("T", 1, 1)
+    model.sim.broker.create_topic("U", 1, 1)
+    model.start()
+    try:
+        async def scenario() -> dict[str, float]:
+            woken: dict[str, float] = {}
+            start = asyncio.get_running_loop().time()
+
+            async def wait(name: str, **key: object) -> None:
+                await model.changes(model.spec_now_ms() + 60_000, 2.0, **key)  # type: ignore[arg-type]
+                woken[name] = asyncio.get_running_loop().time() - start
+
+            waits = [asyncio.create_task(wait(n, **k)) for n, k in (
+                ("pull-1", {"topic": "T", "queue_id": 0}), ("pull-2", {"topic": "T", "queue_id": 0}),
+                ("pop-a1", {"topic": "T", "group": "A"}), ("pop-a2", {"topic": "T", "group": "A"}),
+                ("pop-b", {"topic": "T", "group": "B"}), ("pop-u", {"topic": "U", "group": "A"}))]
+            await asyncio.sleep(0.05)
+            with model.locked() as sim:
+                sim.broker.put("T", 0, b"x", {}, "m1", born_ms=sim.clock.now_ms)
+            await asyncio.gather(*waits)
+            return woken
+
+        woken = model.run(scenario(), timeout_s=10)
+        soon = {name for name, at in woken.items() if at < 1.0}
+        assert {"pull-1", "pull-2", "pop-b"} <= soon, woken
+        assert len(soon & {"pop-a1", "pop-a2"}) == 1 and "pop-u" not in soon, woken
+    finally:
+        model.stop()

@@ -408,7 +408,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if flights or over():
                 break
             while True:
-                await self.model.changes(deadline, give_up - time.monotonic(), config.name)
+                await self.model.changes(deadline, give_up - time.monotonic(), config.name, group=group)
                 if retry_wakes or over() or self.broker.stored_count(config.name) != stored:
                     break
         with self.model.locked() as sim:
