@@ -115,7 +115,8 @@ class RealTimeModel:
             self.call_on_loop(self._wake_arrivals)
 
     def _wake_arrivals(self) -> None:
-        """On the loop: the ticker, and one waiter of a topic per message stored on it."""
+        """On the loop: the ticker; for each message stored, every pull held on its queue and one waiting pop of
+        each group popping its topic."""
         pulse, self._pulse = self._pulse, None
         if pulse is not None and not pulse.done():
             pulse.set_result(None)
