@@ -37,7 +37,8 @@ class RealTimeModel:
             raise ValueError(f"--time-scale must be > 0, got {time_scale}")
         self.sim = sim
         self.time_scale = time_scale
-        self.changed = threading.Condition(threading.RLock())
+        self.lock = threading.RLock()
+        """Serializes the loop's calls with the few made from other threads; nobody waits on it."""
         self._t0 = time.monotonic()
         self.wall_epoch_ms = int(time.time() * 1000)
         self.loop = asyncio.new_event_loop()
@@ -85,11 +86,10 @@ class RealTimeModel:
     @contextmanager
     def locked(self) -> Iterator[Simulation]:
         """Hold the model at the current spec time; on the way out the ticker looks again (an action may be due
-        sooner) and every message stored meanwhile wakes a waiter of its topic."""
-        with self.changed:
+        sooner) and every message stored meanwhile wakes its waiters (``_wake_arrivals``)."""
+        with self.lock:
             self._sync()
             yield self.sim
-            self.changed.notify_all()
         self._after_change()
 
     def _arrived(self, topic: str, queue_id: int) -> None:
@@ -120,7 +120,7 @@ class RealTimeModel:
         pulse, self._pulse = self._pulse, None
         if pulse is not None and not pulse.done():
             pulse.set_result(None)
-        with self.changed:
+        with self.lock:
             arrivals, self._arrivals = self._arrivals, collections.Counter()
         for (topic, queue_id), count in arrivals.items():
             for waiter in self._queue_waiters.pop((topic, queue_id), ()):
@@ -140,11 +140,6 @@ class RealTimeModel:
             if not waiter.done():
                 waiter.set_result(None)
         self._wake_arrivals()
-
-    def wake(self) -> None:
-        """Wake every waiter (from any thread)."""
-        if self._thread is not None and not self.loop.is_closed():
-            self.call_on_loop(self._wake_all)
 
     async def changes(self, deadline_spec_ms: int, max_wall_s: float, topic: str | None = None,
                       queue_id: int | None = None, group: str | None = None) -> None:
@@ -173,7 +168,7 @@ class RealTimeModel:
                 waiters = self._group_waiters[(topic, group)]
                 if len(waiters) > 2 * len(self._waiters) + 16:  # drop those that timed out
                     self._group_waiters[(topic, group)] = collections.deque(w for w in waiters if not w.done())
-        with self.changed:
+        with self.lock:
             ran = self._sync()
         if ran:
             self._wake_all()
@@ -219,7 +214,7 @@ class RealTimeModel:
     async def _tick(self) -> None:
         """Run what falls due as it falls due, and wake the waiters when anything ran."""
         while not self._stopping:
-            with self.changed:
+            with self.lock:
                 ran = self._sync()
                 due = self.sim.clock.next_due_ms()
             if ran:
