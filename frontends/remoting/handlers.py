@@ -155,18 +155,20 @@ class RemotingBroker:
 
     def pull_held(self, request: Command, until_ms: int) -> Command | None:
         """A suspended pull the server holds: its answer, or None while it waits (``pull_message``)."""
-        try:
-            return pull_message(self, request, until_ms)
-        except (KeyError, ValueError) as exc:
-            return request.response(SYSTEM_ERROR, f"bad request {request.code}: {exc}")
+        return self._answered(request, lambda: pull_message(self, request, until_ms))
 
     def handle(self, request: Command) -> Command:
         handler = HANDLERS.get(request.code)
         if handler is None:
             return request.response(REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
+        return self._answered(request, lambda: handler(self, request))  # type: ignore[return-value]
+
+    @staticmethod
+    def _answered(request: Command, answer: Callable[[], Command | None]) -> Command | None:
+        """A handler's answer; a missing or malformed header field is SYSTEM_ERROR naming the field."""
         try:
-            return handler(self, request)
-        except (KeyError, ValueError) as exc:  # a missing or malformed header field
+            return answer()
+        except (KeyError, ValueError) as exc:
             return request.response(SYSTEM_ERROR, f"bad request {request.code}: {exc}")
 
 
