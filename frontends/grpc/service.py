@@ -87,15 +87,17 @@ def _status_of(exc: Exception, handler: str) -> pb.Status:
 
 def _guard(response_type: type) -> Callable:
     """An async unary handler around a synchronous one: the client is admitted first (a refusal is 42900 with
-    the limit's reason), and a failure is answered in the response's status."""
+    the limit's reason), and a failure is answered in the response's status. The handler gets the client id
+    read once from the call's metadata."""
 
     def wrap(handler: Callable) -> Callable:
         async def run(self: "MessagingService", request, context):
             try:
-                refused = self.clients.admit(_client_id(context))
+                client = _client_id(context)
+                refused = self.clients.admit(client)
                 if refused:
                     return response_type(status=status(codes.TOO_MANY_REQUESTS, refused))
-                return handler(self, request, context)
+                return handler(self, request, client)
             except Exception as exc:
                 return response_type(status=_status_of(exc, handler.__name__))
 
@@ -144,7 +146,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     # ---- routing and sessions ---------------------------------------------------------------
 
     @_guard(rpc.QueryRouteResponse)
-    def QueryRoute(self, request, context):
+    def QueryRoute(self, request, client: str):
         with self.model.locked():
             config = self._topic(request.topic.name)
             queues = route_queues(config, self.options.host, self.options.port, self.model.sim.release,
@@ -152,11 +154,11 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.QueryRouteResponse(status=status(codes.OK), message_queues=queues)
 
     @_guard(rpc.HeartbeatResponse)
-    def Heartbeat(self, request, context):
+    def Heartbeat(self, request, client: str):
         return rpc.HeartbeatResponse(status=status(codes.OK))
 
     @_guard(rpc.QueryAssignmentResponse)
-    def QueryAssignment(self, request, context):
+    def QueryAssignment(self, request, client: str):
         with self.model.locked():
             self._group(request.group.name)
             config = self._topic(request.topic.name)
@@ -168,8 +170,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return response
 
     @_guard(rpc.NotifyClientTerminationResponse)
-    def NotifyClientTermination(self, request, context):
-        self.clients.leave(_client_id(context))
+    def NotifyClientTermination(self, request, client: str):
+        self.clients.leave(client)
         return rpc.NotifyClientTerminationResponse(status=status(codes.OK))
 
     async def Telemetry(self, request_iterator, context) -> None:  # type: ignore[override]
@@ -240,10 +242,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     # ---- sending ----------------------------------------------------------------------------
 
     @_guard(rpc.SendMessageResponse)
-    def SendMessage(self, request, context):
+    def SendMessage(self, request, client: str):
         if not request.messages:
             raise RocketMQError(codes.BAD_REQUEST, "no message to send")
-        client = _client_id(context)
         entries = []
         with self.model.locked():
             for message in request.messages:
@@ -335,7 +336,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return None
 
     @_guard(rpc.EndTransactionResponse)
-    def EndTransaction(self, request, context):
+    def EndTransaction(self, request, client: str):
         """COMMIT or ROLLBACK ends the half; any other resolution is UNKNOWN and leaves it to the checks,
         with an OK answer, as the proxy does (TX-02, TX-03)."""
         validation.check_topic_proxy(request.topic.name)
@@ -430,7 +431,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         yield rpc.ReceiveMessageResponse(status=status(codes.OK))
 
     @_guard(rpc.AckMessageResponse)
-    def AckMessage(self, request, context):
+    def AckMessage(self, request, client: str):
         self._group(request.group.name)
         if not request.entries:
             raise RocketMQError(codes.BAD_REQUEST, "no entry to ack")
@@ -442,7 +443,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 response.entries.add(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
                                      status=status(code, message))
                 if code == codes.OK:
-                    sim.emit("ACK", topic=request.topic.name, group=request.group.name, client_id=_client_id(context),
+                    sim.emit("ACK", topic=request.topic.name, group=request.group.name, client_id=client,
                              msg_id=entry.message_id)
         seen = {e.status.code for e in response.entries}
         response.status.CopyFrom(status(codes.OK) if seen == {codes.OK} else (
@@ -450,7 +451,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return response
 
     @_guard(rpc.ChangeInvisibleDurationResponse)
-    def ChangeInvisibleDuration(self, request, context):
+    def ChangeInvisibleDuration(self, request, client: str):
         self._group(request.group.name)
         with self.model.locked():
             code, receipt = self.broker.change_invisible_duration(request.receipt_handle,
@@ -461,7 +462,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return rpc.ChangeInvisibleDurationResponse(status=status(codes.OK), receipt_handle=receipt or "")
 
     @_guard(rpc.ForwardMessageToDeadLetterQueueResponse)
-    def ForwardMessageToDeadLetterQueue(self, request, context):
+    def ForwardMessageToDeadLetterQueue(self, request, client: str):
         self._group(request.group.name)
         with self.model.locked():
             code = self.broker.forward_in_flight_to_dlq(request.receipt_handle)
