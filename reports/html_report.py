@@ -104,8 +104,8 @@ def _matrix_table(matrix: Matrix) -> str:
     rows, area, section = [], None, None
     width = 2 + len(matrix.runs)
     for behaviour, cells in matrix.ordered_rows():
+        level = disagreement(cells) if matrix.by_sdk else 2
         if matrix.by_sdk:
-            level = disagreement(cells)
             if level != section:
                 section = level
                 rows.append(f"<tr class=\"area\"><th colspan=\"{width}\">{_e(DISAGREEMENT_TITLES[level])}</th></tr>")
@@ -119,7 +119,7 @@ def _matrix_table(matrix: Matrix) -> str:
             text = cell.state + (" (stale expectation)" if cell.stale else "")
             body = f"<a href=\"#{_anchor(i, behaviour.id)}\">{_e(text)}</a>" if cell.tests or cell.spark else _e(text)
             tds.append(f"<td class=\"cell {_cls(cell.state)}{stale}\">{body}</td>")
-        kind = " disagree" if matrix.by_sdk and disagreement(cells) < 2 else ""
+        kind = " disagree" if level < 2 else ""
         rows.append(f"<tr class=\"behaviour{kind}\" id=\"row-{_e(behaviour.id)}\"><td><b>{_e(behaviour.id)}</b></td>"
                     f"<td>{_e(behaviour.title)}</td>{''.join(tds)}</tr>")
     return f"<table class=\"matrix\"><tr><th>ID</th><th>behaviour</th>{head}</tr>{''.join(rows)}</table>"
