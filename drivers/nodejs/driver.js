@@ -188,6 +188,17 @@ async function cmdTransactionProducer(session, m) {
   await start(session, handle, 'transaction producer', producer, producerEntry(session));
 }
 
+/** The SDK's send; a failure is logged as SEND_FAIL (its code and remark) and thrown on to the reply. */
+async function sent(session, fields, send) {
+  try {
+    return await send();
+  } catch (err) {
+    const error = errorOf(err);
+    emit(session, 'SEND_FAIL', { ...fields, detail: { code: String(error.code), remark: error.message.slice(0, 300) } });
+    throw err;
+  }
+}
+
 async function cmdSend(session, m) {
   const entry = client(m);
   const { message, o } = messageOptions(m);
@@ -195,14 +206,7 @@ async function cmdSend(session, m) {
   entry.seqByGroup.set(o.message_group || '', groupSeq + 1);
   const common = { topic: m.topic, key: o.key, message_group: o.message_group, producer_seq: groupSeq };
   emit(session, 'SEND_INVOKE', { ...common, detail: { mode: 'sync', sdk: 'nodejs' } });
-  let receipt;
-  try {
-    receipt = await entry.client.send(message);
-  } catch (err) {
-    const error = errorOf(err);
-    emit(session, 'SEND_FAIL', { ...common, detail: { code: String(error.code), remark: error.message.slice(0, 300) } });
-    throw err;
-  }
+  const receipt = await sent(session, common, () => entry.client.send(message));
   const offset = receipt.offset === undefined ? null : Number(receipt.offset);
   emit(session, 'SEND_OK', { ...common, msg_id: receipt.messageId, queue_offset: offset,
     detail: { mode: 'sync', status: 'SEND_OK', ...(o.tags ? { tags: o.tags } : {}) } });
@@ -214,14 +218,7 @@ async function cmdSendInTransaction(session, m) {
   const { message, o } = messageOptions(m);
   const transaction = entry.client.beginTransaction();
   emit(session, 'SEND_INVOKE', { topic: m.topic, key: o.key, detail: { mode: 'transaction', sdk: 'nodejs' } });
-  let receipt;
-  try {
-    receipt = await entry.client.send(message, transaction);
-  } catch (err) {
-    const error = errorOf(err);
-    emit(session, 'SEND_FAIL', { topic: m.topic, key: o.key, detail: { code: String(error.code), remark: error.message.slice(0, 300) } });
-    throw err;
-  }
+  const receipt = await sent(session, { topic: m.topic, key: o.key }, () => entry.client.send(message, transaction));
   const common = { topic: m.topic, msg_id: receipt.messageId, key: o.key };
   const state = o.local_state || 'UNKNOW';
   emit(session, 'TX_HALF', { ...common, detail: { real_topic: m.topic, transaction_id: receipt.transactionId, local_state: state } });
