@@ -51,6 +51,14 @@ def wall_budget_s() -> float:
     return float(os.environ.get(BUDGET_ENV) or DEFAULT_BUDGET_S)
 
 
+def require_wall_budget(name: str, spec_ms: float, time_scale: float, budget_s: float) -> None:
+    """Not applicable when ``spec_ms`` of spec time would take longer than ``budget_s`` on a wall-clock target."""
+    wall = spec_ms * time_scale / 1000
+    if wall > budget_s:
+        raise NotApplicable(f"{spec_ms / 1000:.0f} s of spec time takes {wall:.0f} s on {name} "
+                            f"(time scale {time_scale:g}), over the {budget_s:.0f} s budget")
+
+
 class TargetError(Exception):
     """A target cannot be created or reached; one line with the address and the cause."""
 

@@ -29,7 +29,7 @@ from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 from spec import versions
 
-from .base import NotApplicable, Target, TargetError, wall_budget_s
+from .base import NotApplicable, Target, TargetError, require_wall_budget, wall_budget_s
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClientError
 from .sdk5x import (
@@ -149,7 +149,7 @@ class GrpcTarget(Target):
         time.sleep(max(0.0, spec_ms * self.time_scale / 1000))
 
     def advance(self, delta_ms: int) -> None:
-        self._check_budget(delta_ms)
+        self.require_duration(delta_ms)
         self._sleep_spec(delta_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
@@ -160,15 +160,9 @@ class GrpcTarget(Target):
             time.sleep(0.002)
         return True
 
-    def _check_budget(self, spec_ms: float) -> None:
-        wall = spec_ms * self.time_scale / 1000
-        if wall > self.budget_s:
-            raise NotApplicable(f"{spec_ms / 1000:.0f} s of spec time takes {wall:.0f} s on {self.name} "
-                                f"(time scale {self.time_scale:g}), over the {self.budget_s:.0f} s budget")
-
     def require_duration(self, spec_ms: float) -> None:
         """Suites whose ladders would outlast the budget on this target are not applicable."""
-        self._check_budget(spec_ms)
+        require_wall_budget(self.name, spec_ms, self.time_scale, self.budget_s)
 
     def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
         """Until every message a push consumer should get is acked or dead-lettered and no FIFO message is
@@ -189,10 +183,9 @@ class GrpcTarget(Target):
     def _checks_may_come(self) -> bool:
         """An unresolved half is checked every interval after the transaction timeout; once no check came
         for two intervals past that, the proxy has given up on it (TX-03, TX-04)."""
-        window = 2 * tx_rules.check_interval_ms(self.release) + tx_rules.TRANSACTION_TIMEOUT_MS
         now = self.now_ms()
         with self._lock:
-            return any(now - last < window for last in self._open_halves.values())
+            return tx_rules.checks_may_still_come(list(self._open_halves.values()), now, self.release)
 
     def _pending(self) -> list[tuple[str, str]]:
         with self._lock:

@@ -18,7 +18,7 @@ from history.outcomes import NotApplicable
 from reference_impl.rules import transaction as tx_rules
 from spec import versions
 
-from .base import TargetError, wall_budget_s
+from .base import TargetError, require_wall_budget, wall_budget_s
 from .driver import DriverProcess, DriverTarget
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClient, RemotingClientError
@@ -150,9 +150,7 @@ class WallDriverTarget(DriverTarget):
     def _checks_may_come(self) -> bool:
         """An open half is checked every interval after the transaction timeout, at most 15 times (TX-03, TX-04):
         once no check came for two intervals past that, the broker has given up on it."""
-        window = 2 * tx_rules.check_interval_ms(self.release) + tx_rules.TRANSACTION_TIMEOUT_MS
-        now = self.now_ms()
-        return any(now - last < window for last in self._open_halves.values())
+        return tx_rules.checks_may_still_come(list(self._open_halves.values()), self.now_ms(), self.release)
 
     def _finished(self, group: str, key: str | None) -> bool:
         """A message is done for a group once finished (consumed, or acked) or dead-lettered, or (broadcasting,
@@ -205,10 +203,7 @@ class WallDriverTarget(DriverTarget):
     # ---- time ----
 
     def require_duration(self, spec_ms: float) -> None:
-        wall = spec_ms * self.time_scale / 1000
-        if wall > self.budget_s:
-            raise NotApplicable(f"{spec_ms / 1000:.0f} s of spec time takes {wall:.0f} s on {self.name} "
-                                f"(time scale {self.time_scale:g}), over the {self.budget_s:.0f} s budget")
+        require_wall_budget(self.name, spec_ms, self.time_scale, self.budget_s)
 
     def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
         """Until every sent message is finished or dead-lettered for each subscribed group, then a quiet of 20

@@ -29,6 +29,14 @@ def check_interval_ms(release: str = versions.LATEST) -> int:
     return 60_000 if versions.holds(release, until="5.1.0") else 30_000
 
 
+def checks_may_still_come(last_ms: Iterable[int], now_ms: int, release: str = versions.LATEST) -> bool:
+    """Whether an open half may still be checked: it is checked every interval after the transaction timeout
+    (TX-03, at most 15 times: TX-04), so once no check came for two intervals past that (``last_ms``: each
+    open half's send or last check), the broker has given up on it."""
+    window = 2 * check_interval_ms(release) + TRANSACTION_TIMEOUT_MS
+    return any(now_ms - last < window for last in last_ms)
+
+
 def half_message(topic: str, queue_id: int, properties: Mapping[str, str], producer_group: str) -> tuple[str, int, dict[str, str]]:
     """Where the broker stores a prepared message and with which properties (TX-01)."""
     props = dict(properties)
