@@ -19,7 +19,7 @@ from history.views import Listener
 from spec import versions
 
 from .base import TargetError
-from .driver import DriverConsumer, DriverProcess, DriverSimpleConsumer
+from .driver import DriverConsumer, DriverProcess
 from .grpc import ServerInfo, server_info
 from .targets import NODEJS, Probe
 from .wall_driver import WallDriverTarget
@@ -110,9 +110,6 @@ class NodeTarget(WallDriverTarget):
             raise NotApplicable(f"{self.name} drives the Node.js SDK, not the {sdk} one")
         self.subscribe(group, topic, expression)
         return super().push_consumer_5x(group, topic, listener, expression=expression)
-
-    def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*") -> DriverSimpleConsumer:
-        return super().simple_consumer_5x(group, topic, expression=expression)
 
 
 def build(address: str, profile: str, **options: object) -> NodeTarget:
