@@ -9,6 +9,7 @@ from . import (
     report_command,
     run_command,
     serve_command,
+    soak_command,
     spark_commands,
     spec_command,
 )
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     spec_command.add_parser(sub)
     spark_commands.add_parsers(sub)
     serve_command.add_parser(sub)
+    soak_command.add_parser(sub)
     report_command.add_parser(sub)
     expectations_command.add_parser(sub)
     return parser

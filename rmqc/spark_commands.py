@@ -74,7 +74,8 @@ def run_check(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, args.driver_memory)
     try:
         result = run_checks(spark, str(path), out, args.profile, Tolerance(args.tolerance_ms), args.allow_duplicates,
-                            tuple(args.checks.split(",")) if args.checks else None)
+                            tuple(args.checks.split(",")) if args.checks else None,
+                            progress=lambda line: print(f"rmqc check: {line}", file=sys.stderr, flush=True))
     except CheckInputError as exc:
         print(f"rmqc check: error: {exc}", file=sys.stderr)
         return 2

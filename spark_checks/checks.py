@@ -21,12 +21,14 @@ How the log is read, once for every check:
 """
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from time import perf_counter
 from typing import Any, Callable, Iterator
 
 from history.events import EVENT_KINDS
@@ -598,16 +600,21 @@ def _tuned(spark) -> Iterator[None]:
 
 def run_checks(spark, path: str, out: Path | None = None, profile: str | None = None,
                tolerance: Tolerance | None = None, allow_duplicates: int = 0,
-               checks: tuple[str, ...] | None = None, concurrency: int = CONCURRENCY) -> dict[str, Any]:
-    """Load the log once, run the checks over it (``concurrency`` at a time), name their counterexamples."""
+               checks: tuple[str, ...] | None = None, concurrency: int = CONCURRENCY,
+               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Load the log once, run the checks over it (``concurrency`` at a time), name their counterexamples.
+    ``progress`` gets one line when the log is loaded and one as each check ends."""
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
     known = " and ".join(BROKER_PROFILES)
     if profile is not None and profile not in BROKER_PROFILES:
         raise CheckInputError(f"profile {profile!r}: the checks know {known}")
+    say = progress or (lambda line: None)
+    started = perf_counter()
     with _tuned(spark):
         loaded = load(spark, path, (out / "quarantine") if out else None)
+        say(f"loaded {loaded.stats.get('rows', '?')} rows in {perf_counter() - started:.1f} s")
         profile = profile or loaded.profile or GRPC_5X
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
@@ -615,8 +622,17 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
             if profile not in BROKER_PROFILES:
                 raise CheckInputError(f"profile {profile!r} (named by the log): the checks know {known}")
             chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
+            ended = itertools.count(1)
+
+            def run(fn: Callable) -> CheckResult:
+                began = perf_counter()
+                result = fn(loaded.events, ctx)
+                say(f"[{next(ended)}/{len(chosen)}] {result.name} {result.verdict.upper()} "
+                    f"({perf_counter() - began:.1f} s)")
+                return result
+
             with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:
-                results = list(pool.map(lambda fn: fn(loaded.events, ctx), chosen))
+                results = list(pool.map(run, chosen))
             names = _names(loaded.raw, [r.counterexamples for r in results])
         finally:
             for table in (*ctx["tables"].values(), loaded.events):
