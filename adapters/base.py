@@ -103,7 +103,11 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None: ...
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                        retry_ladder_ms: Sequence[int] | None = None) -> None:
+        """``retry_ladder_ms``: a 5.x group's customized retry ladder (``customizedRetryPolicy.next``,
+        RETRY-5X-01), set through the broker's own configuration; a target that cannot set it raises
+        NotApplicable."""
 
     # clients
     @abc.abstractmethod

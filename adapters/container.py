@@ -16,7 +16,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from history.profiles import GRPC_5X
 from reference_impl.rules import retry5x
@@ -101,14 +101,16 @@ class ContainerPlan:
         table = parse_delay_levels(line.split(" = ", 1)[1])
         return [table.delay_ms(level) for level in range(1, table.max_level + 1)]
 
-    def retry_policy_json(self) -> str:
-        """The group's CUSTOMIZED policy with every step scaled (``mqadmin updateSubGroup -p``)."""
-        steps = [max(1, round(ms * self.time_scale)) for ms in retry5x.DEFAULT_CUSTOMIZED_NEXT_MS]
+    def retry_policy_json(self, ladder_ms: Sequence[int] | None = None) -> str:
+        """The group's CUSTOMIZED policy (``ladder_ms`` or the default) with every step scaled (``mqadmin
+        updateSubGroup -p``)."""
+        steps = [max(1, round(ms * self.time_scale)) for ms in (ladder_ms or retry5x.DEFAULT_CUSTOMIZED_NEXT_MS)]
         return json.dumps({"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": steps}}, separators=(",", ":"))
 
-    def update_sub_group(self, group: str, retry_max_times: int, fifo: bool) -> list[str]:
+    def update_sub_group(self, group: str, retry_max_times: int, fifo: bool,
+                         ladder_ms: Sequence[int] | None = None) -> list[str]:
         return ["sh", "mqadmin", "updateSubGroup", "-n", "namesrv:9876", "-c", self.cluster, "-g", group,
-                "-r", str(retry_max_times), "-o", str(fifo).lower(), "-p", self.retry_policy_json()]
+                "-r", str(retry_max_times), "-o", str(fifo).lower(), "-p", self.retry_policy_json(ladder_ms)]
 
     def update_topic(self, topic: str, read_queues: int, write_queues: int, message_type: str) -> list[str]:
         return ["sh", "mqadmin", "updateTopic", "-n", "namesrv:9876", "-c", self.cluster, "-t", topic,
@@ -257,8 +259,9 @@ def container_target(image: str, profile: str = GRPC_5X, **kw: Any) -> Any:
             containers.admin(plan.update_topic(self.real(name), read_queues, write_queues, message_type))
 
         def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                            retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
-            containers.admin(plan.update_sub_group(self.real(name), retry_max_times, fifo))
+                            retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                            retry_ladder_ms: Sequence[int] | None = None) -> None:
+            containers.admin(plan.update_sub_group(self.real(name), retry_max_times, fifo, retry_ladder_ms))
             self._groups.setdefault(name, {}).update(retry_max_times=retry_max_times, fifo=fifo)
 
     target = ContainerTarget(address, profile, time_scale=plan.time_scale, **kw)

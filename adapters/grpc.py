@@ -286,11 +286,12 @@ class GrpcTarget(Target):
                              lambda a: a.create_topic(real, read_queues, write_queues, perm, message_type))
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                        retry_ladder_ms: Sequence[int] | None = None) -> None:
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
         self._remoting_admin(f"configure group {settings['name']}", lambda a: a.create_group(
-            settings["name"], retry_max_times, fifo, retry_policy))
+            settings["name"], retry_max_times, fifo, retry_policy, retry_ladder_ms))
         self._groups.setdefault(name, {}).update(settings)
 
     # ---- clients ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ delivery traces of the two retry designs on the same failure scripts.
 from __future__ import annotations
 
 import itertools
-from typing import Callable
+from typing import Callable, Sequence
 
 from history.events import Event
 from history.profiles import KAFKA_RETRY
@@ -34,7 +34,10 @@ class KafkaPatternTarget(Target):
         self.sim.create_topic(name, write_queues)
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                        retry_ladder_ms: Sequence[int] | None = None) -> None:
+        if retry_ladder_ms:
+            raise NotApplicable(f"{self.name}: the Kafka-pattern model has no 5.x retry ladder to configure")
         self.sim.max_retry_count = retry_max_times
 
     def producer(self, group: str = "P", **options: object):

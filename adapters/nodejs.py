@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X
@@ -88,10 +88,11 @@ class NodeTarget(WallDriverTarget):
                      lambda: self.admin.create_topic(real, read_queues, write_queues, perm, message_type))
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                        retry_ladder_ms: Sequence[int] | None = None) -> None:
         real = self.names.real(name)
         self._set_up(f"configure group {real}", lambda: self.admin.create_group(real, retry_max_times, fifo,
-                                                                                 retry_policy))
+                                                                                 retry_policy, retry_ladder_ms))
         if fifo:
             self._fifo_groups.add(name)
 

@@ -53,10 +53,13 @@ class ReferenceTarget(Target):
         self.sim.broker.create_topic(name, read_queues, write_queues, perm, message_type, brokers)
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
-                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1) -> None:
+                        retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                        retry_ladder_ms: Sequence[int] | None = None) -> None:
         group = self.sim.broker.group(name)
         group.retry_max_times, group.fifo = retry_max_times, fifo
         group.retry_policy, group.retry_queue_nums = retry_policy, retry_queue_nums
+        if retry_ladder_ms:
+            group.customized_next_ms = tuple(int(ms) for ms in retry_ladder_ms)
 
     def producer(self, group: str = "P", **options: object):
         return self.sim.producer(group, **options)

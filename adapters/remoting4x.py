@@ -59,6 +59,9 @@ class RemotingTarget(WallDriverTarget):
             int(options.get("perm", 6)), None))
 
     def configure_group(self, name: str, **options: Any) -> None:
+        if options.get("retry_ladder_ms"):
+            raise NotApplicable(f"{self.name}: a 4.x group's waits come from the broker's messageDelayLevel, "
+                                "not a 5.x retry ladder")
         self._set_up(f"configure group {name}", lambda: self.admin.create_group(
             self.names.real(name), int(options.get("retry_max_times", 16)), bool(options.get("fifo", False)), None))
 

@@ -10,7 +10,7 @@ import json
 import re
 import socket
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from frontends.remoting import handlers as codes
 from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
@@ -100,12 +100,16 @@ class RemotingClient:
         return self.call(codes.UPDATE_AND_CREATE_TOPIC, ext)
 
     def create_group(self, group: str, retry_max_times: int = 16, orderly: bool = False,
-                     retry_policy: str | None = None) -> Command:
+                     retry_policy: str | None = None, retry_ladder_ms: Sequence[int] | None = None) -> Command:
+        """``retry_ladder_ms``: the group's ``customizedRetryPolicy.next`` (5.x, RETRY-5X-01), as
+        ``mqadmin updateSubGroup -p`` sets it."""
         config: dict[str, Any] = {"groupName": group, "consumeEnable": True, "consumeFromMinEnable": True,
                                   "retryQueueNums": 1, "retryMaxTimes": retry_max_times,
                                   "consumeMessageOrderly": orderly}
-        if retry_policy:  # 5.x SubscriptionGroupConfig.groupRetryPolicy
-            config["groupRetryPolicy"] = {"type": retry_policy}
+        if retry_policy or retry_ladder_ms:  # 5.x SubscriptionGroupConfig.groupRetryPolicy
+            config["groupRetryPolicy"] = {"type": retry_policy or "CUSTOMIZED"}
+            if retry_ladder_ms:
+                config["groupRetryPolicy"]["customizedRetryPolicy"] = {"next": [int(ms) for ms in retry_ladder_ms]}
         return self.call(codes.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=json.dumps(config).encode())
 
     def route(self, topic: str) -> dict[str, Any] | None:
@@ -192,5 +196,6 @@ class RemotingAdmin:
                      message_type: str | None) -> None:
         self._each_broker(lambda b: b.create_topic(topic, read_queues, write_queues, perm, message_type))
 
-    def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None) -> None:
-        self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy))
+    def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None,
+                     retry_ladder_ms: Sequence[int] | None = None) -> None:
+        self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy, retry_ladder_ms))

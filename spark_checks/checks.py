@@ -33,8 +33,10 @@ from typing import Any, Callable, Iterator
 
 from history.events import EVENT_KINDS
 from history.profiles import BROKER_PROFILES, GRPC_5X
+from spec import versions
 
 from .profiles import timing
+from .timing_model import WaitModel, wait_model
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
@@ -363,7 +365,9 @@ def lives(e, ctx):
     return _cached(ctx, "lives", lambda: e.filter(_is("DELIVER", "CONSUME_OK", "DLQ")).groupBy("m", "m2", "g").agg(
         F.count(F.when(deliver, 1)).alias("deliveries"), F.count(F.when(_is("CONSUME_OK"), 1)).alias("successes"),
         F.min(F.when(dlq, F.col("ts_ms"))).alias("dlq_ts"),
+        F.min(F.when(_is("CONSUME_OK"), F.col("ts_ms"))).alias("first_ok"),
         F.max(F.when(deliver, F.col("ts_ms"))).alias("last_delivery"),
+        F.max(F.when(deliver, F.col("attempt"))).alias("last_attempt"),
         F.min(F.when(deliver & (F.col("attempt") == 1), F.col("ts_ms"))).alias("first_attempt_1"),
         F.max(F.when(deliver, F.col("t"))).alias("t")))
 
@@ -404,18 +408,25 @@ def check_no_loss(e, ctx) -> CheckResult:
 
 
 def check_duplicates(e, ctx) -> CheckResult:
-    """Deliveries of the same attempt of a message to a group more than once (at-least-once allows some)."""
+    """Deliveries a message did not need (at-least-once allows some): another delivery of the attempt the
+    one before it had, or any delivery after the message was consumed successfully. Those inside a crash
+    window the soak manifest states are counted apart and allowed (the consumer died before its ack)."""
     from pyspark.sql import functions as F
 
-    # a delivery with the attempt of the one before it: n deliveries of one attempt give n - 1
-    again = redeliveries(e, ctx).filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")))
-    extra, ex = _violations(again, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),
-                            ["run_id", "group", "msg_id", "attempt", "n"],
-                            shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg(
-                                (F.count("*") + 1).alias("n"), F.min("ts_ms").alias("at")))
-    verdict = "pass" if extra <= ctx["allow_duplicates"] else "fail"
+    consumed = lives(e, ctx).filter(F.col("first_ok").isNotNull()).select("m", "m2", "g", "first_ok")
+    extra = (redeliveries(e, ctx).join(consumed, ["m", "m2", "g"], "left")
+             .filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")) |
+                     F.coalesce(F.col("ts_ms") > F.col("first_ok"), F.lit(False))))
+    crash = extra.filter(_in_crash_window(ctx, F.col("ts_ms"))).count() if ctx["crash_windows"] else 0
+    counted = extra.filter(~_in_crash_window(ctx, F.col("ts_ms")))
+    n, ex = _violations(counted, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),
+                        ["run_id", "group", "msg_id", "attempt", "n"],
+                        shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg(
+                            (F.count("*") + 1).alias("n"), F.min("ts_ms").alias("at")))
+    verdict = "pass" if n <= ctx["allow_duplicates"] else "fail"
     return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04"],
-                       {"duplicate_deliveries": extra, "allowed": ctx["allow_duplicates"]}, ex)
+                       {"duplicate_deliveries": n, "allowed": ctx["allow_duplicates"],
+                        "crash_window_duplicates": crash}, ex)
 
 
 def check_exactly_once(e, ctx) -> CheckResult:
@@ -460,50 +471,143 @@ def _looked_up(table: tuple[int, ...] | list[int], place):
     return F.when(place >= 1, F.try_element_at(values, place.cast("int")))  # the place of an array is an int
 
 
+RETRY_MODELS = {GRPC_5X: ("retry-5x", "retry-5x-fifo")}
+"""The timing model's waits for the redeliveries of each profile: (standard, FIFO); others use retry-4x."""
+HISTOGRAM_BINS = 40
+KS_GRID = 100
+
+
+def _retry_models(ctx) -> tuple[WaitModel, WaitModel]:
+    standard, fifo = RETRY_MODELS.get(ctx["profile"], ("retry-4x", "retry-4x"))
+    return (wait_model(standard, ctx["release"], ctx["time_scale"]), wait_model(fifo, ctx["release"], ctx["time_scale"]))
+
+
+def _per_group(ctx, values: Callable[[dict[str, Any]], Any], otherwise):
+    """A column that is ``values(group's manifest entry)`` for the rows of each group the soak manifest
+    states (matched by the group's hash), else ``otherwise``."""
+    from pyspark.sql import functions as F
+
+    column = None
+    for h, entry in ctx["group_hashes"].items():
+        value = values(entry)
+        if value is None:
+            continue
+        column = (F.when(F.col("g") == F.lit(h), value) if column is None else column.when(F.col("g") == F.lit(h), value))
+    return otherwise if column is None else column.otherwise(otherwise)
+
+
+def _in_crash_window(ctx, ts):
+    """True for a row of a group inside one of the crash windows the soak manifest states."""
+    from pyspark.sql import functions as F
+
+    test = F.lit(False)
+    for window in ctx["crash_windows"]:
+        test = test | ((F.col("g") == F.lit(window["g"])) & ts.between(window["from_ms"], window["to_ms"]))
+    return test
+
+
 def check_retry_intervals(e, ctx) -> CheckResult:
-    """The wait before each redelivery against the profile's table, per attempt: count, p50, p99 (exact,
-    interpolated between the two nearest ranks), the KS distance to the documented value, and a verdict
-    with the tolerance stated: one aggregate, and the counterexamples when there are any."""
+    """The wait before each redelivery against the spec's timing model (``spec/timing_model.yaml``):
+    inside its window a pass, outside by no more than the noise band inconclusive, farther a fail. Per
+    attempt: count, p50 / p90 / p99, the KS distance to the model (uniform over the window, on a 1 % grid)
+    and a histogram for the plot. Redeliveries inside a stated crash window are counted apart."""
     from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
-    documented = {k + 2: w for k, w in enumerate(t.waits_ms)}
+    standard, fifo = _retry_models(ctx)
     tol = ctx["tolerance"]
+    table = _looked_up(t.waits_ms, F.col("attempt") - 1)
+    ladder = _per_group(ctx, lambda g: _looked_up(g["ladder_ms"], F.least(F.col("attempt") - 1,
+                                                                          F.lit(len(g["ladder_ms"]))))
+                        if g.get("ladder_ms") else None, F.lit(None).cast("long"))
+    is_fifo = F.col("mg").isNotNull()
     d = (redeliveries(e, ctx).filter(F.col("attempt") == F.col("prev_attempt") + 1)
-         .withColumn("table_ms", _looked_up(t.waits_ms, F.col("attempt") - 1)).filter(F.col("table_ms").isNotNull())
-         # a 5.x standard redelivery passes through the revive service: later by its lag (RETRY-5X-11)
-         .withColumn("expected", F.coalesce("expected_delay_ms", "table_ms")
-                     + F.when(F.col("mg").isNull(), F.lit(t.revive_lag_ms)).otherwise(F.lit(0)))
-         .withColumn("interval", F.col("ts_ms") - F.col("prev_ts")))
-
-    def outside(interval, expected):
-        return F.abs(interval - expected) > 2 * (expected * tol.relative + tol.absolute_ms)
-
-    iv, ex, band = F.col("interval"), F.col("expected"), F.col("expected") * tol.relative + tol.absolute_ms
-    stats = d.groupBy("attempt").agg(
-        F.count("*").alias("count"), F.count(F.when(iv < ex - band, 1)).alias("below"),
-        F.count(F.when(iv > ex + band, 1)).alias("above"), F.count(F.when(outside(iv, ex), 1)).alias("outside"),
-        F.count(F.when((F.abs(iv - ex) > band) & ~outside(iv, ex), 1)).alias("noisy"),
-        F.percentile(iv, F.array(F.lit(0.5), F.lit(0.99))).alias("p")).collect()
+         .withColumn("nominal", F.coalesce("expected_delay_ms", ladder, table)).filter(F.col("nominal").isNotNull())
+         .withColumn("low", F.col("nominal") + F.when(is_fifo, F.lit(fifo.late_ms)).otherwise(F.lit(standard.late_ms)))
+         .withColumn("high", F.col("low") + F.when(is_fifo, F.lit(fifo.slack_ms)).otherwise(F.lit(standard.slack_ms)))
+         .withColumn("band", F.col("nominal") * tol.relative + tol.absolute_ms)
+         .withColumn("interval", F.col("ts_ms") - F.col("prev_ts"))
+         .withColumn("crash", _in_crash_window(ctx, F.col("ts_ms"))))
+    judged = d.filter(~F.col("crash"))
+    iv, low, high, band = F.col("interval"), F.col("low"), F.col("high"), F.col("band")
+    fails = (iv < low - band) | (iv > high + band)
+    noisy = ~fails & ((iv < low) | (iv > high))
+    u = F.when(high > low, (iv - low) / (high - low)).otherwise(F.when(iv < low, -1.0).otherwise(2.0))
+    stats = judged.groupBy("attempt").agg(
+        F.count("*").alias("count"), F.count(F.when(iv < low - band, 1)).alias("early"),
+        F.count(F.when(iv > high + band, 1)).alias("late"), F.count(F.when(noisy, 1)).alias("noisy"),
+        F.percentile(iv, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("p"),
+        F.min(iv).alias("min"), F.max(iv).alias("max"), F.min(low - band).alias("lo"), F.max(high + band).alias("hi"),
+        F.min("low").alias("window_low"), F.max("high").alias("window_high"),
+        F.array_sort(F.collect_set("nominal")).alias("nominals")).collect()
+    crash = d.filter(F.col("crash")).count() if ctx["crash_windows"] else 0
+    stats = sorted(stats, key=lambda r: r["attempt"])  # a few rows: sorted here, not by another Spark job
+    ks_bins = {(r["attempt"], r["bin"]): r["n"] for r in judged.groupBy(
+        "attempt", F.least(F.greatest(F.floor(u * KS_GRID), F.lit(-1)), F.lit(KS_GRID)).alias("bin")).agg(
+        F.count("*").alias("n")).collect()} if stats else {}
+    edges = {r["attempt"]: (min(r["lo"], r["min"]), max(r["hi"], r["max"])) for r in stats}
+    histogram = _histogram(judged, edges) if stats else {}
     per_attempt = []
-    for r in sorted(stats, key=lambda r: r["attempt"]):  # a few rows: sorted here, not by another Spark job
-        ks = max(r["below"], r["above"]) / r["count"]  # distance of the empirical CDF to the documented point
-        per_attempt.append({"attempt": r["attempt"], "count": r["count"], "expected_ms": documented[r["attempt"]],
-                            "p50_ms": r["p"][0], "p99_ms": r["p"][1], "ks": round(ks, 6), "outside": r["outside"],
-                            "noisy": r["noisy"]})
+    for r in stats:
+        a, n = r["attempt"], r["count"]
+        per_attempt.append({
+            "attempt": a, "count": n, "expected_ms": r["nominals"][0] if len(r["nominals"]) == 1 else r["nominals"],
+            "window_ms": [r["window_low"], r["window_high"]], "p50_ms": r["p"][0], "p90_ms": r["p"][1],
+            "p99_ms": r["p"][2], "min_ms": r["min"], "max_ms": r["max"], "ks": round(_ks_uniform(ks_bins, a, n), 4),
+            "early": r["early"], "late": r["late"], "outside": r["early"] + r["late"], "noisy": r["noisy"],
+            "histogram": {"from_ms": edges[a][0], "to_ms": edges[a][1], "counts": histogram.get(a, [])}})
     n_outside = sum(p["outside"] for p in per_attempt)
-    noisy = sum(p["noisy"] for p in per_attempt)
+    n_noisy = sum(p["noisy"] for p in per_attempt)
     # the count is known from the statistics: the examples are read only when there are some
-    examples = (_first(d.filter(outside(iv, ex)), ["m", "m2", "g", "attempt", "interval", "expected"],
+    examples = (_first(judged.filter(fails), ["m", "m2", "g", "attempt", "interval", "low", "high"],
                        MSG_AND_GROUP, _at("ts_ms", MSG_AND_GROUP),
-                       ["run_id", "group", "msg_id", "attempt", "interval", "expected"])
+                       ["run_id", "group", "msg_id", "attempt", "interval", "low", "high"])
                 if n_outside else Examples([], MSG_AND_GROUP, {}, []))
-    return CheckResult("retry_intervals", _verdict(n_outside, noisy),
+    return CheckResult("retry_intervals", _verdict(n_outside, n_noisy),
                        ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08", "RETRY-5X-11"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
-                        "noise_band": noisy}, examples,
+                        "noise_band": n_noisy, "crash_window_redeliveries": crash}, examples,
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"],
+                        "release": ctx["release"], "time_scale": ctx["time_scale"],
+                        "model": {"standard": standard.stated(), "fifo": fifo.stated(),
+                                  "noise_band": f"{tol.relative:g} x nominal + {tol.absolute_ms} ms",
+                                  "file": "spec/timing_model.yaml"},
                         "revive_lag_ms": t.revive_lag_ms})
+
+
+def _ks_uniform(bins: dict[tuple[int, int], int], attempt: int, n: int) -> float:
+    """The KS distance between the observed positions in the window (0 its earliest edge, 1 its latest)
+    and the uniform distribution the model allows, read at the grid's edges (below: bin -1, above: KS_GRID)."""
+    below = bins.get((attempt, -1), 0)
+    seen, worst = below, below / n
+    for j in range(KS_GRID):
+        seen += bins.get((attempt, j), 0)
+        worst = max(worst, abs(seen / n - (j + 1) / KS_GRID))
+    return max(worst, bins.get((attempt, KS_GRID), 0) / n)
+
+
+def _histogram(d, edges: dict[int, tuple[float, float]]) -> dict[int, list[int]]:
+    """Per attempt, HISTOGRAM_BINS counts of the intervals between that attempt's edges."""
+    from pyspark.sql import functions as F
+
+    lo = _per_attempt_literal(edges, 0)
+    width = (_per_attempt_literal(edges, 1) - lo) / HISTOGRAM_BINS
+    b = F.least(F.greatest(F.floor((F.col("interval") - lo) / F.when(width > 0, width).otherwise(1)), F.lit(0)),
+                F.lit(HISTOGRAM_BINS - 1)).cast("int")
+    out = {a: [0] * HISTOGRAM_BINS for a in edges}
+    for r in d.groupBy("attempt", b.alias("bin")).agg(F.count("*").alias("n")).collect():
+        out[r["attempt"]][r["bin"]] = r["n"]
+    return out
+
+
+def _per_attempt_literal(edges: dict[int, tuple[float, float]], which: int):
+    from pyspark.sql import functions as F
+
+    column = None
+    for a, pair in edges.items():
+        value = F.lit(float(pair[which]))
+        column = F.when(F.col("attempt") == a, value) if column is None else column.when(F.col("attempt") == a, value)
+    return column
 
 
 def _delivered_after_dlq():
@@ -525,10 +629,15 @@ def check_dlq(e, ctx) -> CheckResult:
     """A message goes to the DLQ exactly after the maximum deliveries, all failed, and only then."""
     from pyspark.sql import functions as F
 
-    max_d = timing(ctx["profile"]).max_deliveries
+    default_max = timing(ctx["profile"]).max_deliveries
+    max_d = _per_group(ctx, lambda g: F.lit(g["max_deliveries"]) if g.get("max_deliveries") else None,
+                       F.lit(default_max))
     per = lives(e, ctx).filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
-    reason = (F.when(F.col("dlq_ts").isNotNull() & (F.col("deliveries") != max_d), F.lit("DLQ not at the maximum"))
-              .when(F.col("dlq_ts").isNull() & (F.col("deliveries") >= max_d) & (F.col("successes") == 0),
+    # the last attempt, not the count of deliveries: a consumer that crashed may have taken an attempt the
+    # log never saw (RETRY-5X-07: the server dead-letters by the delivery attempt)
+    last = F.coalesce(F.col("last_attempt"), F.lit(0))  # a DLQ with no delivery logged is not at the maximum
+    reason = (F.when(F.col("dlq_ts").isNotNull() & (last != max_d), F.lit("DLQ not at the maximum"))
+              .when(F.col("dlq_ts").isNull() & (last >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
     # named by its last delivery, or by its DLQ when it has none
     bad = (per.withColumn("reason", reason).filter(F.col("reason").isNotNull())
@@ -536,8 +645,9 @@ def check_dlq(e, ctx) -> CheckResult:
     n, ex = _violations(bad, ["m", "m2", "g", "deliveries", "dlq_ts", "last_delivery", "reason"], MSG_AND_GROUP,
                         _at("at", MSG_AND_GROUP),
                         ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
+    stated = {name: g["max_deliveries"] for name, g in ctx["groups"].items() if g.get("max_deliveries")}
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
-                       {"violations": n, "max_deliveries": max_d}, ex)
+                       {"violations": n, "max_deliveries": default_max, **({"per_group": stated} if stated else {})}, ex)
 
 
 def check_delay_accuracy(e, ctx) -> CheckResult:
@@ -601,9 +711,11 @@ def _tuned(spark) -> Iterator[None]:
 def run_checks(spark, path: str, out: Path | None = None, profile: str | None = None,
                tolerance: Tolerance | None = None, allow_duplicates: int = 0,
                checks: tuple[str, ...] | None = None, concurrency: int = CONCURRENCY,
-               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+               progress: Callable[[str], None] | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load the log once, run the checks over it (``concurrency`` at a time), name their counterexamples.
-    ``progress`` gets one line when the log is loaded and one as each check ends."""
+    ``progress`` gets one line when the log is loaded and one as each check ends. ``manifest``: what the
+    run that wrote the log states (``rmqc soak`` writes ``_soak.json`` beside the parts, read by default):
+    release, time scale, each group's retry ladder and maximum deliveries, crash windows."""
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
@@ -616,8 +728,10 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         loaded = load(spark, path, (out / "quarantine") if out else None)
         say(f"loaded {loaded.stats.get('rows', '?')} rows in {perf_counter() - started:.1f} s")
         profile = profile or loaded.profile or GRPC_5X
+        stated = manifest if manifest is not None else read_manifest(path)
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
-               "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock()}
+               "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock(),
+               **_manifest_context(spark, stated)}
         try:
             if profile not in BROKER_PROFILES:
                 raise CheckInputError(f"profile {profile!r} (named by the log): the checks know {known}")
@@ -640,7 +754,47 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     for r in results:
         r.counterexamples = r.counterexamples.named(names)
     return {"input": str(path), "profile": profile, **loaded.stats, "checks": [asdict(r) for r in results],
-            "passed": all(r.verdict == "pass" for r in results)}
+            "passed": all(r.verdict == "pass" for r in results),
+            **({"manifest": {k: v for k, v in stated.items() if k != "workload"}} if stated else {})}
+
+
+MANIFEST = "_soak.json"
+"""What a soak states beside its log (Spark's Parquet reader skips names that start with ``_``)."""
+
+
+def read_manifest(path: str | Path) -> dict[str, Any] | None:
+    """``<log>/_soak.json`` when the log is a folder that has one, else None; one that does not parse is
+    an input error naming it."""
+    file = Path(path) / MANIFEST
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckInputError(f"{file}: not a soak manifest: {exc}") from None
+    if not isinstance(data, dict):
+        raise CheckInputError(f"{file}: not a soak manifest: expected an object")
+    return data
+
+
+def _manifest_context(spark, stated: dict[str, Any] | None) -> dict[str, Any]:
+    """The checks' view of a manifest: release and time scale for the timing model, each stated group by
+    the hash its rows carry, crash windows with that hash."""
+    from pyspark.sql import functions as F
+
+    stated = stated or {}
+    run_id = str(stated.get("run_id", ""))
+    groups: dict[str, dict[str, Any]] = dict(stated.get("groups", {}))
+    windows = list(stated.get("crash_windows", []))
+    names = sorted(set(groups) | {w["group"] for w in windows})
+    hashes: dict[str, int] = {}
+    if names:
+        rows = spark.createDataFrame([(run_id, n) for n in names], "run_id string, group string") \
+            .select("group", F.xxhash64("run_id", "group").alias("g")).collect()
+        hashes = {r["group"]: r["g"] for r in rows}
+    return {"release": str(stated.get("release", versions.LATEST)), "time_scale": float(stated.get("time_scale", 1.0)),
+            "groups": groups, "group_hashes": {hashes[n]: g for n, g in groups.items()},
+            "crash_windows": [{**w, "g": hashes[w["group"]]} for w in windows]}
 
 
 def write_result(result: dict[str, Any], out: Path) -> None:

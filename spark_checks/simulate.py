@@ -22,6 +22,7 @@ from history.profiles import GRPC_5X, REMOTING_4X
 from reference_impl.rules.fifo import proxy_queue_for_group
 
 from .profiles import ProfileTiming, timing
+from .timing_model import wait_model
 
 STANDARD_TOPIC, FIFO_TOPIC = "T", "TF"
 FIFO_GROUP = "GF"
@@ -197,6 +198,12 @@ class _Chunk:
                         if plan.delay_level[m] == 0 and 1 <= plan.failures[g][m] < self.t.max_deliveries]
         self.dead = [(g, m) for g, m in plain if plan.failures[g][m] >= self.t.max_deliveries]
 
+    def late_shift_ms(self, wait: int) -> int:
+        """How much later a retry must come to be late by the timing model: past its window and the noise
+        band, with a second to spare."""
+        model = wait_model("retry-5x" if self.t.name == GRPC_5X else "retry-4x")
+        return model.slack_ms + int(model.band(wait)) + 1000
+
     def take(self, candidates: list[tuple[str, int]], n: int, name: str) -> list[tuple[str, int]]:
         picked = []
         for cand in candidates:
@@ -249,7 +256,8 @@ def _shifted_retry(early: bool) -> Callable[[_Chunk, int, str], None]:
             last = int(x.plan.failures[g][m]) + 1
             wait = x.t.wait_before(last) or 1000
             r = np.concatenate([x.rows(g, m, at=last), x.rows(g, m, ["APPLY"])])
-            x.c["ts"][r] += -(wait // 2) if early else wait
+            # late: past the timing model's latest edge and its noise band (spec/timing_model.yaml)
+            x.c["ts"][r] += -(wait // 2) if early else max(wait, x.late_shift_ms(wait))
     return shifted
 
 

@@ -50,7 +50,11 @@ def test_a_clean_log_passes_every_check(spark, clean_logs, profile):
     assert result["passed"] and not failing, failing
     assert result["profile"] == profile and result["quarantined"] == 0
     intervals = _verdicts(result)["retry_intervals"]
-    assert intervals["counts"]["intervals"] > 100 and all(p["ks"] == 0 for p in intervals["detail"]["per_attempt"])
+    assert intervals["counts"]["intervals"] > 100
+    # rmqc simulate waits exactly the documented time: every wait sits on the model window's earliest edge
+    # (a point mass), far from the spread of a real broker (KS against the window's uniform near 1)
+    for p in intervals["detail"]["per_attempt"]:
+        assert p["window_ms"][0] <= p["min_ms"] and p["ks"] >= 0.9 and sum(p["histogram"]["counts"]) == p["count"]
 
 
 @pytest.mark.parametrize("fault", FAULTS)

@@ -16,7 +16,14 @@ from typing import Callable, Protocol
 
 from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules import codes, message_id, storage, topic_types, validation
+from reference_impl.rules import (
+    codes,
+    message_id,
+    retry5x,
+    storage,
+    topic_types,
+    validation,
+)
 from reference_impl.rules import delay as delay_rules
 from reference_impl.rules import filter as filter_rules
 from reference_impl.rules import transaction as tx_rules
@@ -227,13 +234,14 @@ def update_group(b: RemotingBroker, request: Command) -> Command:
         raise ValueError(f"the body is not a SubscriptionGroupConfig: {exc}") from None
     if not isinstance(config, dict) or not isinstance(config.get("groupName"), str):
         raise ValueError("the SubscriptionGroupConfig has no groupName")
+    policy = config.get("groupRetryPolicy")
+    retry = retry5x.group_retry_policy(policy) if isinstance(policy, dict) else None
     with b.model.locked() as sim:
         group = sim.broker.group(config["groupName"])
         group.retry_max_times = int(config.get("retryMaxTimes", group.retry_max_times))
         group.fifo = bool(config.get("consumeMessageOrderly", group.fifo))
-        policy = config.get("groupRetryPolicy")
-        if isinstance(policy, dict) and policy.get("type") in ("CUSTOMIZED", "EXPONENTIAL"):
-            group.retry_policy = policy["type"]
+        if retry is not None:
+            group.retry_policy, group.customized_next_ms, group.exponential_ms = retry
     return request.response(SUCCESS)
 
 

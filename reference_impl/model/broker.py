@@ -92,9 +92,13 @@ class GroupConfig:
     retry_queue_nums: int = retry4x.DEFAULT_RETRY_QUEUE_NUMS
     fifo: bool = False
     retry_policy: str = "CUSTOMIZED"
+    customized_next_ms: tuple[int, ...] = retry5x.DEFAULT_CUSTOMIZED_NEXT_MS
+    """``GroupRetryPolicy.customizedRetryPolicy.next`` (RETRY-5X-01): the ladder the proxy sends."""
+    exponential_ms: tuple[int, int, float] = retry5x.DEFAULT_EXPONENTIAL_MS
 
     def settings(self) -> retry5x.ConsumerSettings:
-        return retry5x.consumer_settings(self.retry_max_times, self.retry_policy, fifo=self.fifo)
+        return retry5x.consumer_settings(self.retry_max_times, self.retry_policy, self.customized_next_ms,
+                                         self.exponential_ms, fifo=self.fifo)
 
 
 SEND_OUTCOMES = ("unreachable", "timeout", "timeout_after_store", "system_busy", "system_error",

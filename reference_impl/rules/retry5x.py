@@ -90,6 +90,25 @@ def consumer_settings(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES, policy: st
     return ConsumerSettings(backoff, fifo)
 
 
+def group_retry_policy(config: dict) -> tuple[str, tuple[int, ...], tuple[int, int, float]]:
+    """A ``SubscriptionGroupConfig.groupRetryPolicy`` as JSON (``mqadmin updateSubGroup -p``) read as
+    ``mergeSubscriptionData`` reads it (RETRY-5X-01): the type (CUSTOMIZED when absent), the customized
+    ``next`` ladder and the exponential ``{initial, max, multiplier}``, each the class's default when that
+    part is absent. A ladder that is not a non-empty list of positive whole milliseconds is refused."""
+    kind = config.get("type", "CUSTOMIZED")
+    if kind not in ("CUSTOMIZED", "EXPONENTIAL"):
+        raise ValueError(f"groupRetryPolicy.type {kind!r}: expected CUSTOMIZED or EXPONENTIAL")
+    customized = config.get("customizedRetryPolicy") or {}
+    ladder = customized.get("next", DEFAULT_CUSTOMIZED_NEXT_MS)
+    if not isinstance(ladder, (list, tuple)) or not ladder or \
+            not all(isinstance(ms, int) and not isinstance(ms, bool) and ms > 0 for ms in ladder):
+        raise ValueError(f"customizedRetryPolicy.next {ladder!r}: expected a list of positive milliseconds")
+    exponential = config.get("exponentialRetryPolicy") or {}
+    initial, maximum, multiplier = DEFAULT_EXPONENTIAL_MS
+    return kind, tuple(ladder), (int(exponential.get("initial", initial)), int(exponential.get("max", maximum)),
+                                 float(exponential.get("multiplier", multiplier)))
+
+
 def producer_settings() -> ProducerSettings:
     """``mergeProducerData``: 3 attempts, exponential 10 ms / 1 s / x2 (RETRY-5X-01)."""
     initial, maximum, mult = PRODUCER_EXPONENTIAL_MS
