@@ -182,6 +182,14 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def events(self) -> list[Event]: ...
 
+    def drain_events(self) -> list[Event]:
+        """The events seen since the last drain, for a long run that logs as it goes (``rmqc soak``); a
+        target may forget them afterwards. By default the tail of ``events()``, which only grows."""
+        seen = self.events()
+        start = getattr(self, "_drained_up_to", 0)
+        self._drained_up_to = len(seen)
+        return list(seen[start:])
+
     def close(self) -> None:
         """Release whatever the target holds."""
 

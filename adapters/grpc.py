@@ -15,6 +15,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -99,10 +100,13 @@ class GrpcTarget(Target):
 
     def __init__(self, address: str, profile: str = GRPC_5X, *, run_id: str = "run", seed: int = 0,
                  time_scale: float | None = None, budget_s: float | None = None,
-                 release: str = versions.LATEST, namesrv: str | None = None) -> None:
+                 release: str = versions.LATEST, namesrv: str | None = None,
+                 epoch_monotonic: float | None = None, session_tag: str | None = None) -> None:
         """``namesrv``: the name server whose brokers take the set-up (topics with their message type, groups
         with their retry policy) through the remoting admin codes, as mqadmin does; discovered from
-        ``rmqc serve`` when it runs one."""
+        ``rmqc serve`` when it runs one. ``epoch_monotonic``: the ``time.monotonic()`` that is spec time 0
+        (another process's, so that two processes' clients log on one clock); by default the instant the
+        server answered. ``session_tag``: another target's name tag, to share its topics and groups."""
         if profile != GRPC_5X:
             raise NotApplicable(f"{GRPC.text(address)} speaks the 5.x protocol; profile {profile} needs another target")
         self.address = address
@@ -120,17 +124,23 @@ class GrpcTarget(Target):
         scale_fifo_local_retries(self.time_scale)
         self.recorder = EventRecorder(run_id, self.name, profile)
         self._lock = threading.RLock()
-        self._t0 = self.info.answered_at  # spec time 0 is the instant the server told its time
-        self.names = SessionNames()
+        self._t0 = self.info.answered_at if epoch_monotonic is None else epoch_monotonic
+        self.names = SessionNames(session_tag)
         self._clients: list[Any] = []
         self._groups: dict[str, dict[str, Any]] = {}
         self._subscriptions: dict[str, tuple[str, frozenset[str]]] = {}  # group -> (topic, tags or empty = all)
         self._sent: dict[str, tuple[str, str | None]] = {}  # msg_id -> (topic, tag)
         self._final: set[tuple[str, str]] = set()           # (group, msg_id) acked or dead-lettered
         self._dlq_seen: set[tuple[str, str]] = set()
+        self._deliveries: Counter[tuple[str, str]] = Counter()  # (group, msg_id) -> deliveries seen
         self._open_halves: dict[str, int] = {}  # msg_id -> spec ms of the half or its last check, while unresolved
         self._dlq_readers: dict[str, Any] = {}
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
+
+    @property
+    def epoch_monotonic(self) -> float:
+        """The ``time.monotonic()`` that is spec time 0 for this target's clients."""
+        return self._t0
 
     # ---- names --------------------------------------------------------------------------------
 
@@ -207,6 +217,13 @@ class GrpcTarget(Target):
         with self._lock:
             return sorted(self.recorder.events, key=lambda e: (e.ts_ms, e.seq))
 
+    def drain_events(self) -> list[Event]:
+        """What was seen since the last drain (dead letters read first), forgotten here: a soak's memory
+        stays bounded."""
+        self._read_dead_letters()
+        with self._lock:
+            return self.recorder.drain()
+
     def _spec_ts_of_wall(self, wall_ms: float) -> int:
         return int(wall_ms - self.info.spec_wall_at_start_ms) if self.info.admin else \
             int((wall_ms - self.info.spec_wall_at_start_ms) / self.time_scale)
@@ -235,8 +252,7 @@ class GrpcTarget(Target):
                             self.recorder.emit("DLQ", ts, topic=f"%DLQ%{group}", group=group, msg_id=m.message_id,
                                                key=next(iter(m.keys), None) if m.keys else None,
                                                message_group=m.message_group,
-                                               attempt=sum(1 for e in self.recorder.events if e.kind == "DELIVER"
-                                                           and e.group == group and e.msg_id == m.message_id),
+                                               attempt=self._deliveries[key],
                                                detail={"reconsume_times": max(0, (m.delivery_attempt or 1) - 1)})
                     try:
                         reader.ack(m)
@@ -626,6 +642,8 @@ class GrpcPushConsumer:
         else:
             attempt = message.delivery_attempt
         view = _view(t, message, attempt)
+        with t._lock:
+            t._deliveries[(self.group, message.message_id)] += 1
         t.emit("DELIVER", topic=view.topic, group=self.group, msg_id=view.msg_id, key=view.key,
                message_group=view.message_group, attempt=attempt,
                detail={"reconsume_times": view.reconsume_times})

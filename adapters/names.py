@@ -14,8 +14,9 @@ RESERVED = frozenset({"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC
 
 
 class SessionNames:
-    def __init__(self) -> None:
-        self.tag = uuid.uuid4().hex[:6]
+    def __init__(self, tag: str | None = None) -> None:
+        """``tag``: another session's, to share its names (a soak's consumer processes); new by default."""
+        self.tag = tag or uuid.uuid4().hex[:6]
         self._real: dict[str, str] = {}
         self._logical: dict[str, str] = {}
 

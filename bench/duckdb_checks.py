@@ -12,6 +12,7 @@ from typing import Any
 from history.events import EVENT_KINDS
 from spark_checks.checks import COUNTEREXAMPLES, FAULT_COUNT, MESSAGE_KINDS, Tolerance
 from spark_checks.profiles import timing
+from spark_checks.timing_model import wait_model
 
 
 def _list(values) -> str:
@@ -46,10 +47,16 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         SELECT * FROM (SELECT s.run_id, s.msg_id, s.topic, subs."group" FROM s JOIN subs USING (run_id, topic)) e
         ANTI JOIN got USING (run_id, msg_id, "group")""")
     out["no_loss"] = {"lost": violations("no_loss", "missing")}
-    con.execute("""CREATE OR REPLACE TEMP TABLE dup AS SELECT run_id, "group", msg_id, attempt, count(*) AS n FROM v
-        WHERE kind = 'DELIVER' GROUP BY ALL HAVING count(*) > 1""")
+    # a redelivery of the attempt before it, or after an attempt that did not fail
+    con.execute("""CREATE OR REPLACE TEMP TABLE dup AS WITH d AS (SELECT run_id, "group", msg_id, attempt, ts_ms,
+            lag(attempt) OVER w AS prev_attempt, lag(ts_ms) OVER w AS prev_ts FROM v WHERE kind = 'DELIVER'
+            WINDOW w AS (PARTITION BY run_id, "group", msg_id ORDER BY attempt, ts_ms)),
+        failed AS (SELECT DISTINCT run_id, "group", msg_id, attempt AS prev_attempt, true AS prev_failed FROM v
+            WHERE kind = 'CONSUME_FAIL')
+        SELECT d.run_id, d."group", d.msg_id, d.attempt, d.ts_ms FROM d LEFT JOIN failed USING (run_id, "group", msg_id, prev_attempt)
+        WHERE d.prev_ts IS NOT NULL AND (d.attempt = d.prev_attempt OR failed.prev_failed IS NULL)""")
     violations("duplicates", "dup")
-    out["duplicates"] = {"duplicate_deliveries": int(one("SELECT coalesce(sum(n - 1), 0) FROM dup")[0])}
+    out["duplicates"] = {"duplicate_deliveries": int(one("SELECT count(*) FROM dup")[0]), "crash_window_duplicates": 0}
     con.execute("""CREATE OR REPLACE TEMP TABLE dup_apply AS SELECT run_id, "group", key, count(*) AS n FROM v
         WHERE kind = 'APPLY' GROUP BY ALL HAVING count(*) > 1""")
     violations("exactly_once", "dup_apply")
@@ -64,30 +71,37 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         SELECT run_id, "group", message_group, prev_msg, msg_id, prev_done, first FROM p
         WHERE prev_first IS NOT NULL AND (first < prev_first OR first < prev_done)""")
     out["order"] = {"violations": violations("order", "disorder")}
-    con.execute("""CREATE OR REPLACE TEMP TABLE waits AS WITH d AS (SELECT run_id, "group", msg_id, attempt, ts_ms,
-            expected_delay_ms, lag(ts_ms) OVER w AS prev_ts, lag(attempt) OVER w AS prev_attempt FROM v WHERE kind = 'DELIVER'
-            WINDOW w AS (PARTITION BY run_id, "group", msg_id ORDER BY attempt, ts_ms))
-        SELECT run_id, "group", msg_id, attempt, ts_ms - prev_ts AS gap, coalesce(expected_delay_ms, tbl.table_ms) AS expected
-        FROM d JOIN tbl USING (attempt) WHERE prev_ts IS NOT NULL AND attempt = prev_attempt + 1""")
-    band = f"(expected * {rel} + {ab})"
+    # the spec's timing model: a window [low, high] after the nominal wait, the noise band around it
+    standard, fifo = (wait_model(n) for n in ({"grpc-5.x": ("retry-5x", "retry-5x-fifo")}.get(profile)
+                                               or ("retry-4x", "retry-4x")))
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE waits AS WITH d AS (SELECT run_id, "group", msg_id, message_group, attempt,
+            ts_ms, expected_delay_ms, lag(ts_ms) OVER w AS prev_ts, lag(attempt) OVER w AS prev_attempt FROM v
+            WHERE kind = 'DELIVER' WINDOW w AS (PARTITION BY run_id, "group", msg_id ORDER BY attempt, ts_ms)),
+        e AS (SELECT run_id, "group", msg_id, attempt, ts_ms - prev_ts AS gap, message_group IS NOT NULL AS fifo,
+                     coalesce(expected_delay_ms, tbl.table_ms) AS expected
+              FROM d JOIN tbl USING (attempt) WHERE prev_ts IS NOT NULL AND attempt = prev_attempt + 1)
+        SELECT *, expected + CASE WHEN fifo THEN {fifo.late_ms} ELSE {standard.late_ms} END AS low,
+               expected + CASE WHEN fifo THEN {fifo.late_ms + fifo.slack_ms} ELSE {standard.late_ms + standard.slack_ms} END
+               AS high, expected * {rel} + {ab} AS band FROM e""")
+    fails = "(gap < low - band OR gap > high + band)"
     per_attempt = con.execute(f"""SELECT attempt, count(*), quantile_cont(gap, 0.5), quantile_cont(gap, 0.99),
-            count(*) FILTER (WHERE abs(gap - expected) > 2 * {band}),
-            count(*) FILTER (WHERE abs(gap - expected) > {band} AND abs(gap - expected) <= 2 * {band})
+            count(*) FILTER (WHERE {fails}), count(*) FILTER (WHERE NOT {fails} AND (gap < low OR gap > high))
         FROM waits GROUP BY attempt ORDER BY attempt""").fetchall()
-    con.execute(f"CREATE OR REPLACE TEMP TABLE off_waits AS SELECT * FROM waits WHERE abs(gap - expected) > 2 * {band}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE off_waits AS SELECT * FROM waits WHERE {fails}")
     violations("retry_intervals", "off_waits")
     out["retry_intervals"] = {"intervals": sum(r[1] for r in per_attempt), "out_of_tolerance": sum(r[4] for r in per_attempt),
-                              "noise_band": sum(r[5] for r in per_attempt),
+                              "noise_band": sum(r[5] for r in per_attempt), "crash_window_redeliveries": 0,
                               "per_attempt": [{"attempt": r[0], "count": r[1], "p50_ms": r[2], "p99_ms": r[3]}
                                               for r in per_attempt]}
     con.execute("""CREATE OR REPLACE TEMP TABLE lives AS SELECT run_id, "group", msg_id,
         sum(CASE WHEN kind = 'DELIVER' THEN 1 ELSE 0 END) AS deliveries,
+        coalesce(max(CASE WHEN kind = 'DELIVER' THEN attempt END), 0) AS last_attempt,
         sum(CASE WHEN kind = 'CONSUME_OK' THEN 1 ELSE 0 END) AS successes,
         min(CASE WHEN kind = 'DLQ' THEN ts_ms END) AS dlq_ts, max(CASE WHEN kind = 'DELIVER' THEN ts_ms END) AS last_delivery
         FROM v WHERE kind IN ('DELIVER', 'CONSUME_OK', 'DLQ') GROUP BY ALL""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE bad_dlq AS SELECT * FROM lives WHERE NOT coalesce(last_delivery > dlq_ts, false) AND
-        ((dlq_ts IS NOT NULL AND deliveries != {t.max_deliveries}) OR
-         (dlq_ts IS NULL AND deliveries >= {t.max_deliveries} AND successes = 0))""")
+        ((dlq_ts IS NOT NULL AND last_attempt != {t.max_deliveries}) OR
+         (dlq_ts IS NULL AND last_attempt >= {t.max_deliveries} AND successes = 0))""")
     out["dlq_at_max"] = {"violations": violations("dlq_at_max", "bad_dlq"), "max_deliveries": t.max_deliveries}
     con.execute("CREATE OR REPLACE TEMP TABLE after_dlq AS SELECT * FROM lives WHERE coalesce(last_delivery > dlq_ts, false)")
     out["nothing_after_dlq"] = {"violations": violations("nothing_after_dlq", "after_dlq")}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 EVENT_KINDS = (
     "SEND_INVOKE", "SEND_OK", "SEND_FAIL", "SEND_UNKNOWN", "DELIVER", "CONSUME_OK", "CONSUME_FAIL",
@@ -63,6 +63,8 @@ class EventRecorder:
         self.run_id, self.target, self.profile = run_id, target, profile
         self.events: list[Event] = []
         self._seq = itertools.count()
+        self.listeners: list[Callable[[Event], None]] = []
+        """Called with each event as it is recorded (a soak worker streams them to its parent)."""
 
     def emit(self, kind: str, ts_ms: int, **fields: object) -> Event:
         if kind not in EVENT_KINDS:
@@ -71,4 +73,11 @@ class EventRecorder:
         event = Event(kind=kind, ts_ms=ts_ms, seq=next(self._seq), run_id=self.run_id, target=self.target,
                       profile=self.profile, detail=detail, **fields)  # type: ignore[arg-type]
         self.events.append(event)
+        for listener in self.listeners:
+            listener(event)
         return event
+
+    def drain(self) -> list[Event]:
+        """The events recorded since the last drain, forgotten here."""
+        taken, self.events = self.events, []
+        return taken

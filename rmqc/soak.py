@@ -1,108 +1,270 @@
 """``rmqc soak``: drive a target for a long time with a stated workload and log what its real clients saw.
 
-First cut (issue 23, in progress): producers (normal, FIFO with message groups, timed) at a rate each, 5.x
-push consumer groups whose listener fails with a stated probability (seeded), idempotent consumers that
-log an ``APPLY`` the first time they apply a key. Every event goes to a rolling Parquet log as it
-happens; a progress line shows rates, messages in flight and time left; Ctrl-C stops cleanly. It works
-through the same targets as ``rmqc run`` (``parse_target(...).build``), so the events are the clients'.
+Producers (normal, FIFO with message groups, timed) send at a rate each; 5.x push consumer groups run a
+listener that fails with a stated probability and applies each key once (``APPLY``, through a store all
+consumer processes share). A group with a ``consumer_restart`` fault runs its consumers in processes of
+their own (``rmqc.soak_worker``), one of which is killed with SIGKILL and replaced. Every event goes to a
+rolling Parquet log as it happens; ``_soak.json`` beside the parts states what the checks need to judge
+the log (release, time scale, each group's ladder and maximum, crash windows). A progress line shows
+rates, messages in flight and time left; Ctrl-C stops the sends cleanly. It works through the same
+targets as ``rmqc run`` (``parse_target(...).build``), so the events are the clients'.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
+import os
 import random
 import signal
+import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from adapters.base import Target
+from adapters.base import NotApplicable, Target, TargetError
 from history.events import Event
 from history.profiles import GRPC_5X
 from history.rolling import RollingParquetWriter
-from history.values import ListenerOutcome
 from history.views import MessageView
+from reference_impl.rules import retry5x
+from spark_checks.timing_model import processing_allowance_ms
+from spec.loader import default_spec
 
+from .soak_plan import AppliedStore, GroupPlan, ProducerPlan, Workload, soak_listener
 
-@dataclass(frozen=True)
-class ProducerPlan:
-    kind: str = "normal"  # normal | fifo | timed
-    count: int = 1
-    rate_per_s: float = 10.0
-    message_groups: int = 4
-    delay_ms: int = 5_000
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    group: str = "SoakG"
-    instances: int = 1
-    failure_probability: float = 0.0
-    """Each delivery fails with this probability (the listener answers RECONSUME_LATER)."""
-    idempotent: bool = True
-    retry_max_times: int = 3
-
-
-@dataclass(frozen=True)
-class Workload:
-    topic: str = "SoakT"
-    producers: tuple[ProducerPlan, ...] = (ProducerPlan(),)
-    groups: tuple[GroupPlan, ...] = (GroupPlan(),)
-    seed: int = 0
-    tick_ms: int = 1_000
-    """Spec ms between two rounds of sends (and one step of the target's clock)."""
+MANIFEST = "_soak.json"
+STORE = "_applied.sqlite"
+WORKER_READY_S = 60.0
+COLLECT_EVERY_S = 0.5
+QUIET_S = 10.0
+"""After the last crash window, a settle with nothing finishing for this long is over."""
 
 
 @dataclass
 class SoakStats:
     sent: int = 0
     send_failed: int = 0
-    finished: dict[str, int] = field(default_factory=dict)  # group -> consumed or dead-lettered
+    events: int = 0
+    kills: int = 0
+    finished: dict[str, int] = field(default_factory=dict)  # group -> messages acked or dead-lettered
+
+
+def crash_window_ms(time_scale: float, down_s: float) -> int:
+    """How long after a consumer is killed what it held may come again (RETRY-5X-09): the broker takes it
+    for gone once its channel expires, the proxy's renew task finds that within a period and clears its
+    handles to a short invisible time; then the revive (RETRY-5X-11); plus the time it was down and the
+    processing allowance, which are wall time."""
+    spec = default_spec()
+    renew = spec.get("RETRY-5X-09").defaults
+    revive = spec.get("RETRY-5X-11").defaults
+    wall_ms = down_s * 1000 + processing_allowance_ms()
+    return int(renew["channelExpiredTimeoutMs"]) + int(renew["renewSchedulePeriodMillis"]) + \
+        int(renew["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + int(revive["reviveScanSlackMs"]) + \
+        int(wall_ms / time_scale)
+
+
+class ConsumerProcess:
+    """One consumer of a group in a process of its own (``python -m rmqc.soak_worker``): its events come
+    back line by line as they happen, so a SIGKILL loses none that were written."""
+
+    def __init__(self, soak: "Soak", plan: GroupPlan, number: int) -> None:
+        self.soak, self.plan, self.number = soak, plan, number
+        config = {"target": soak.target_text, "run_id": soak.run_id, "epoch": soak.epoch,
+                  "names": soak.target.names.tag, "fifo": soak.workload.topics()[plan.topic] == "FIFO",
+                  "plan": dataclasses.asdict(plan), "seed": soak.workload.seed * 1000 + number,
+                  "store": str(soak.out / STORE)}
+        self.stderr = open(soak.out / f"_consumer-{plan.group}-{number}.log", "wb")
+        self.process = subprocess.Popen([sys.executable, "-m", "rmqc.soak_worker", json.dumps(config)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                        cwd=str(Path(__file__).resolve().parent.parent))
+        self.ready = threading.Event()
+        self.reader = threading.Thread(target=self._read, name=f"soak-consumer-{number}", daemon=True)
+        self.reader.start()
+        if not self.ready.wait(WORKER_READY_S):
+            self.kill()
+            raise TargetError(f"consumer process {number} of {plan.group} did not start within {WORKER_READY_S:g} s; "
+                              f"see {self.stderr.name}")
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill
+            if data.get("ready"):
+                self.ready.set()
+            elif "kind" in data:
+                self.soak.record(Event(**data))
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.reader.join(5)
+
+    def stop(self) -> None:
+        """Shut down as a user would (the SDK's shutdown), or kill after 30 s."""
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(b"stop\n")
+            self.process.stdin.flush()
+            self.process.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+        self.reader.join(5)
+        self.stderr.close()
 
 
 class Soak:
     """One soak: the target, its clients, the log and the counters."""
 
-    def __init__(self, target: Target, workload: Workload, log: RollingParquetWriter) -> None:
-        self.target, self.workload, self.log = target, workload, log
+    def __init__(self, target: Target, target_text: str, workload: Workload, out: Path, roll_s: float = 2.0,
+                 run_id: str = "soak") -> None:
+        self.target, self.target_text, self.workload, self.out = target, target_text, workload, Path(out)
+        self.run_id = run_id
+        self.log = RollingParquetWriter(self.out, roll_s)
+        self.store = AppliedStore(self.out / STORE)
         self.random = random.Random(workload.seed)
         self.stats = SoakStats()
-        self._written: set[tuple[Any, ...]] = set()
-        self._applied: dict[str, set[str]] = {g.group: set() for g in workload.groups}
+        self.epoch = getattr(target, "epoch_monotonic", None)
+        self._lock = threading.Lock()
         self._keys = itertools.count()
         self._producers: list[tuple[ProducerPlan, Any]] = []
         self._credit: list[float] = []
+        self._processes: dict[str, list[ConsumerProcess]] = {}
+        self._numbers = itertools.count(1)
+        self._sent_to: dict[str, int] = {}                  # topic -> messages sent
+        self._finished: dict[str, set[str]] = {g.group: set() for g in workload.groups}
+        self._last_attempt: dict[tuple[str, str], int] = {}  # (group, msg_id) -> last attempt delivered
+        self._faults = sorted(workload.faults, key=lambda f: f.at_s)
+        self._restarts: list[tuple[float, GroupPlan]] = []
+        self.crash_windows: list[dict[str, Any]] = []
+        self._finished_seen, self._finished_changed = 0, time.monotonic()
+        self._collecting = threading.Lock()
+        self._collector_stop = threading.Event()
+        self.started_at = time.monotonic()
         self.stopping = False
 
     # ---- set-up -------------------------------------------------------------------------------
 
     def start(self) -> None:
         w = self.workload
-        fifo = any(p.kind == "fifo" for p in w.producers)
-        self.target.create_topic(w.topic, message_type="FIFO" if fifo else "NORMAL")
+        restarted = w.own_process_groups()
+        if restarted and self.epoch is None:
+            raise NotApplicable(f"{self.target.name}: consumers in processes of their own (a restart fault, "
+                                "own_process) log on one clock; this target does not share its clock (use grpc://)")
+        for topic, message_type in w.topics().items():
+            self.target.create_topic(topic, message_type=message_type)
+        topics = w.topics()
         for plan in w.groups:
-            self.target.configure_group(plan.group, retry_max_times=plan.retry_max_times, fifo=fifo)
+            self.target.configure_group(plan.group, retry_max_times=plan.retry_max_times,
+                                        fifo=topics[plan.topic] == "FIFO", retry_ladder_ms=plan.retry_ladder_ms)
+        self.write_manifest()
+        for plan in w.groups:
             for _ in range(plan.instances):
-                self.target.push_consumer_5x(plan.group, w.topic, self._listener(plan))
+                self._start_consumer(plan, own_process=plan.group in restarted)
         for plan in w.producers:
             for _ in range(plan.count):
                 self._producers.append((plan, self.target.producer()))
                 self._credit.append(0.0)
 
-    def _listener(self, plan: GroupPlan) -> Callable[[MessageView], ListenerOutcome]:
-        def consume(view: MessageView) -> ListenerOutcome:
-            if self.random.random() < plan.failure_probability:
-                return ListenerOutcome.RECONSUME_LATER
-            if plan.idempotent and view.key and view.key not in self._applied[plan.group]:
-                self._applied[plan.group].add(view.key)
-                self.log.append(Event(kind="APPLY", ts_ms=self.target.now_ms(), run_id="soak", target=self.target.name,
-                                      profile=GRPC_5X, topic=view.topic, group=plan.group, msg_id=view.msg_id,
-                                      key=view.key, message_group=view.message_group,
-                                      attempt=view.delivery_attempt))
-            return ListenerOutcome.SUCCESS
+    def _start_consumer(self, plan: GroupPlan, own_process: bool) -> None:
+        if own_process:
+            self._processes.setdefault(plan.group, []).append(ConsumerProcess(self, plan, next(self._numbers)))
+            return
+        listener = soak_listener(plan, random.Random(self.random.random()), self.store,
+                                 lambda view, group=plan.group: self.record(self._apply(view, group)))
+        self.target.push_consumer_5x(plan.group, plan.topic, listener)
 
-        return consume
+    def _apply(self, view: MessageView, group: str) -> Event:
+        return Event(kind="APPLY", ts_ms=self.target.now_ms(), run_id=self.run_id, target=self.target.name,
+                     profile=GRPC_5X, topic=view.topic, group=group, msg_id=view.msg_id, key=view.key,
+                     message_group=view.message_group, attempt=view.delivery_attempt)
+
+    def manifest(self) -> dict[str, Any]:
+        topics = self.workload.topics()
+        return {
+            "run_id": self.run_id, "target": self.target_text, "profile": GRPC_5X,
+            "release": getattr(self.target, "release", None) or "5.3.3",
+            "time_scale": getattr(self.target, "time_scale", 1.0),
+            "sdk": dict(zip(("name", "version"), getattr(self.target, "client_library", None) or ())) or None,
+            "groups": {g.group: self._group_statement(g, topics[g.topic] == "FIFO") for g in self.workload.groups},
+            "crash_windows": self.crash_windows,
+            "workload": json.loads(json.dumps(dataclasses.asdict(self.workload))),
+            "stats": dataclasses.asdict(self.stats),
+        }
+
+    def _group_statement(self, plan: GroupPlan, fifo: bool) -> dict[str, Any]:
+        """What the group was configured with on the broker, and the waits its client takes from that: the
+        nominal waits the checks judge against."""
+        configured = plan.retry_ladder_ms or retry5x.DEFAULT_CUSTOMIZED_NEXT_MS
+        settings = retry5x.consumer_settings(plan.retry_max_times, "CUSTOMIZED", configured, fifo=fifo)
+        sdk = "nodejs" if "sdk.nodejs" in self.target.capabilities else "python"
+        policy = retry5x.sdk_consumer_policy(sdk, settings)
+        waits = [policy.next_attempt_delay_ms(a) for a in range(1, settings.backoff.max_attempts)]
+        return {"topic": plan.topic, "fifo": fifo, "configured_ladder_ms": list(configured), "ladder_ms": waits,
+                # a FIFO consumer dead-letters by its own count (RETRY-5X-08), the server by the group's
+                "max_deliveries": policy.max_attempts if fifo else settings.backoff.max_attempts, "sdk": sdk,
+                "why": "RETRY-5X-01: max_attempts = retryMaxTimes + 1 and the ladder set on the group "
+                       "(customizedRetryPolicy.next); ladder_ms: the wait before each next attempt as this SDK "
+                       "takes it from that (RETRY-5X-03..06, SDK-NODE-01/02)"}
+
+    def write_manifest(self) -> None:
+        final, temporary = self.out / MANIFEST, self.out / f".{MANIFEST}.tmp"
+        temporary.write_text(json.dumps(self.manifest(), indent=2))
+        os.replace(temporary, final)
+
+    # ---- events -------------------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Log one event (from this process's target or a consumer process) and count it."""
+        with self._lock:
+            key = (event.group or "", event.msg_id or "")
+            if event.kind == "DELIVER" and event.attempt:
+                self._last_attempt[key] = max(self._last_attempt.get(key, 0), event.attempt)
+            elif event.kind == "DLQ" and not (event.attempt or 0) >= 1:
+                # the dead letter's reader saw no delivery when a consumer process had them
+                event = dataclasses.replace(event, attempt=max(1, self._last_attempt.get(key, 1)))
+            elif event.kind == "SEND_OK" and event.topic:
+                self._sent_to[event.topic] = self._sent_to.get(event.topic, 0) + 1
+            if event.kind in ("ACK", "DLQ") and event.group in self._finished and event.msg_id:
+                done = self._finished[event.group]
+                if event.msg_id not in done:
+                    done.add(event.msg_id)
+                    self.stats.finished[event.group] = len(done)
+            self.stats.events += 1
+        self.log.append(event)
+
+    def collect(self) -> None:
+        with self._collecting:
+            for event in self.target.drain_events():
+                self.record(event)
+            self.log.maybe_roll()
+
+    def _collect_meanwhile(self) -> None:
+        """Draining the target reads the dead-letter topics (a long poll of up to a second each when they are
+        empty): it runs beside the sends, not in their loop."""
+        while not self._collector_stop.wait(COLLECT_EVERY_S):
+            self.collect()
+
+    def _only_unseen_acks_left(self) -> bool:
+        """Every crash window has ended and nothing finished for a while: what is left was acked by a consumer
+        killed before it logged the ack (the server holds nothing more to deliver)."""
+        if not self.crash_windows or self.target.now_ms() < max(w["to_ms"] for w in self.crash_windows):
+            return False
+        with self._lock:
+            finished = sum(len(done) for done in self._finished.values())
+            if finished != self._finished_seen:
+                self._finished_seen, self._finished_changed = finished, time.monotonic()
+            return time.monotonic() - self._finished_changed > QUIET_S
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return sum(max(0, self._sent_to.get(g.topic, 0) - len(self._finished[g.group])) for g in self.workload.groups)
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -120,62 +282,91 @@ class Soak:
                 elif plan.kind == "timed":
                     options["delivery_timestamp_ms"] = self.target.now_ms() + plan.delay_ms
                 try:
-                    producer.send(w.topic, f"soak {n}".encode(), **options)
+                    producer.send(plan.topic_name, f"soak {n}".encode(), **options)
                     self.stats.sent += 1
                 except Exception:
                     self.stats.send_failed += 1
 
-    def collect(self) -> int:
-        """Move the target's new events into the log; the number moved."""
-        moved = 0
-        for event in self.target.events():
-            marker = (event.seq, event.kind, event.ts_ms, event.msg_id, event.group)
-            if marker in self._written:
+    def apply_faults(self, elapsed_s: float) -> None:
+        while self._faults and self._faults[0].at_s <= elapsed_s:
+            fault = self._faults.pop(0)
+            plan = next(g for g in self.workload.groups if g.group == fault.group)
+            victims = self._processes.get(fault.group) or []
+            if not victims:
                 continue
-            self._written.add(marker)
-            self.log.append(event)
-            moved += 1
-            if event.kind in ("ACK", "DLQ") and event.group:
-                self.stats.finished[event.group] = self.stats.finished.get(event.group, 0) + 1
-        self.log.maybe_roll()
-        return moved
+            killed_at = self.target.now_ms()
+            victims.pop(0).kill()
+            self.stats.kills += 1
+            self.crash_windows.append({
+                "group": fault.group, "kind": fault.kind, "from_ms": killed_at,
+                "to_ms": killed_at + crash_window_ms(getattr(self.target, "time_scale", 1.0), fault.down_s),
+                "why": "consumer killed (SIGKILL): what it held comes again once the broker takes it for gone "
+                       "and the proxy clears its handles (RETRY-5X-09), through the revive (RETRY-5X-11)"})
+            self._restarts.append((elapsed_s + fault.down_s, plan))
+            self.write_manifest()
+        for due in [r for r in self._restarts if r[0] <= elapsed_s]:
+            self._restarts.remove(due)
+            self._start_consumer(due[1], own_process=True)
 
-    def in_flight(self) -> int:
-        done = min(self.stats.finished.values(), default=0) if self.stats.finished else 0
-        return max(0, self.stats.sent - done)
-
-    def run(self, duration_s: float, max_messages: int | None, progress: TextIO | None,
-            clock: Callable[[], float] = time.monotonic) -> SoakStats:
-        """Send and step until ``duration_s`` of wall time or ``max_messages`` sends, then let what is in
-        flight finish (bounded by the target's settle), log everything and close."""
-        started = clock()
+    def run(self, duration_s: float, max_messages: int | None, progress: TextIO | None, settle_s: float = 180.0,
+            clock: Callable[[], float] = time.monotonic, max_events: int | None = None) -> SoakStats:
+        """Send for ``duration_s`` of wall time (or until ``max_messages`` sends or ``max_events`` events
+        logged), then wait up to ``settle_s`` until every group has finished every message it should get; log
+        everything and close."""
+        started = self.started_at = clock()
         last_line = 0.0
+        tick_s = self.workload.tick_ms * getattr(self.target, "time_scale", 1.0) / 1000
+
+        def line(phase: str, left_s: float) -> None:
+            nonlocal last_line
+            if progress is None or clock() - last_line < 1.0:
+                return
+            last_line = clock()
+            elapsed = max(1e-6, clock() - started)
+            progress.write(f"\rrmqc soak: {phase} {elapsed:5.0f} s, sent {self.stats.sent} "
+                           f"({self.stats.sent / elapsed:.1f}/s), in flight {self.in_flight()}, "
+                           f"{self.stats.events} events ({self.stats.events / elapsed:.0f}/s), {left_s:.0f} s left   ")
+            progress.flush()
+
+        collector = threading.Thread(target=self._collect_meanwhile, name="soak-collector", daemon=True)
+        collector.start()
+        rounds = itertools.count(1)
         while not self.stopping and clock() - started < duration_s and \
-                (max_messages is None or self.stats.sent < max_messages):
+                (max_messages is None or self.stats.sent < max_messages) and \
+                (max_events is None or self.stats.events < max_events):
             self.send_round()
-            self.target.advance(self.workload.tick_ms)
-            self.collect()
-            if progress is not None and clock() - last_line >= 1.0:
-                last_line = clock()
-                elapsed = max(1e-6, clock() - started)
-                progress.write(f"\rrmqc soak: {elapsed:5.0f} s, sent {self.stats.sent} ({self.stats.sent / elapsed:.1f}/s), "
-                               f"in flight {self.in_flight()}, {self.log.written} events logged, "
-                               f"{max(0.0, duration_s - elapsed):.0f} s left   ")
-                progress.flush()
-        if not self.stopping:
-            self.target.settle()
+            self.apply_faults(clock() - started)
+            self.log.maybe_roll()
+            # rounds keep to their times: a round that took long is followed at once, not a tick later
+            time.sleep(max(0.0, started + next(rounds) * tick_s - clock()))
+            line("sending", duration_s - (clock() - started))
+        settle_until = clock() + settle_s
+        while not self.stopping and (self._restarts or self.in_flight()) and clock() < settle_until \
+                and not self._only_unseen_acks_left():
+            self.apply_faults(clock() - started)
+            time.sleep(min(0.2, tick_s or 0.2))
+            line("settling", settle_until - clock())
+        for processes in self._processes.values():
+            for process in processes:
+                process.stop()
+        self._collector_stop.set()
+        collector.join()
         self.collect()
         self.log.close()
+        self.write_manifest()
+        self.store.close()
         if progress is not None:
             progress.write(f"\nrmqc soak: sent {self.stats.sent} ({self.stats.send_failed} failed), "
-                           f"{self.log.written} events in {self.log.parts} parts\n")
+                           f"{self.log.written} events in {self.log.parts} parts, {self.in_flight()} unfinished, "
+                           f"{clock() - started:.0f} s\n")
         return self.stats
 
 
-def run_soak(target: Target, workload: Workload, out: Path, duration_s: float, max_messages: int | None = None,
-             roll_s: float = 2.0, progress: TextIO | None = sys.stderr) -> SoakStats:
+def run_soak(target: Target, target_text: str, workload: Workload, out: Path, duration_s: float,
+             max_messages: int | None = None, roll_s: float = 2.0, progress: TextIO | None = sys.stderr,
+             settle_s: float = 180.0, max_events: int | None = None) -> SoakStats:
     """A whole soak; Ctrl-C (SIGINT) stops the sends, logs what was seen and closes the target."""
-    soak = Soak(target, workload, RollingParquetWriter(out, roll_s))
+    soak = Soak(target, target_text, workload, out, roll_s)
 
     def stop(*_: Any) -> None:
         soak.stopping = True
@@ -183,7 +374,11 @@ def run_soak(target: Target, workload: Workload, out: Path, duration_s: float, m
     previous = signal.signal(signal.SIGINT, stop)
     try:
         soak.start()
-        return soak.run(duration_s, max_messages, progress)
+        return soak.run(duration_s, max_messages, progress, settle_s, max_events=max_events)
     finally:
         signal.signal(signal.SIGINT, previous)
+        for processes in soak._processes.values():
+            for process in processes:
+                if process.process.poll() is None:
+                    process.kill()
         target.close()

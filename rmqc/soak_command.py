@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -28,28 +27,29 @@ def parse_duration(text: str) -> float:
 
 
 def load_workload(path: Path | None) -> Any:
-    """The workload file, validated against ``spec/schemas/soak-workload.schema.json``."""
-    import jsonschema
-    import yaml
-
-    from rmqc.soak import GroupPlan, ProducerPlan, Workload
-    from spec.loader import SCHEMAS_DIR
+    """The workload file, validated against ``spec/schemas/soak-workload.schema.json``; an error names the
+    file, the line and the entry."""
+    from rmqc.soak_plan import FaultPlan, GroupPlan, ProducerPlan, Workload
+    from spec.loader import SpecError, load_yaml_validated
 
     if path is None:
         return Workload()
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise WorkloadError(f"{path}: {exc}".replace("\n", " ")) from None
-    schema = json.loads((SCHEMAS_DIR / "soak-workload.schema.json").read_text())
-    error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(data)), None)
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "the file"
-        raise WorkloadError(f"{path}: {where}: {error.message}")
-    return Workload(topic=data.get("topic", "SoakT"), seed=int(data.get("seed", 0)),
-                    tick_ms=int(data.get("tick_ms", 1000)),
-                    producers=tuple(ProducerPlan(**p) for p in data.get("producers", [{}])),
-                    groups=tuple(GroupPlan(**g) for g in data.get("groups", [{"group": "SoakG"}])))
+        data, _ = load_yaml_validated(path, "soak-workload.schema.json", id_key="group")
+    except SpecError as exc:
+        raise WorkloadError(str(exc)) from None
+    groups = []
+    for g in data.get("groups", [{"group": "SoakG"}]):
+        ladder = g.get("retry_ladder_ms")
+        groups.append(GroupPlan(**{**g, "retry_ladder_ms": tuple(ladder) if ladder else None}))
+    workload = Workload(seed=int(data.get("seed", 0)), tick_ms=int(data.get("tick_ms", 100)),
+                        producers=tuple(ProducerPlan(**p) for p in data.get("producers", [{}])),
+                        groups=tuple(groups), faults=tuple(FaultPlan(**f) for f in data.get("faults", [])))
+    known = {g.group for g in workload.groups}
+    for f in workload.faults:
+        if f.group not in known:
+            raise WorkloadError(f"{path}: faults: {f.kind} names group {f.group!r}, which the workload does not have")
+    return workload
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the log's folder (Parquet parts)")
     parser.add_argument("--workload", type=Path, default=None, help="YAML (spec/schemas/soak-workload.schema.json)")
     parser.add_argument("--max-messages", type=int, default=None, help="stop sending after this many messages")
+    parser.add_argument("--max-events", type=int, default=None, help="stop sending once this many events are logged")
     parser.add_argument("--roll-s", type=float, default=2.0, help="seconds between two parts of the log")
+    parser.add_argument("--settle-s", type=float, default=180.0,
+                        help="after the sends, wait at most this long for every message to finish")
     parser.set_defaults(handler=soak)
 
 
@@ -73,7 +76,8 @@ def soak(args: argparse.Namespace) -> int:
         if GRPC_5X not in profiles:
             raise TargetError(f"{args.target} runs {', '.join(profiles)}; this soak drives 5.x clients")
         target = parsed.build(GRPC_5X, run_id="soak")
-        stats = run_soak(target, workload, args.out, args.duration, args.max_messages, args.roll_s)
+        stats = run_soak(target, args.target, workload, args.out, args.duration, args.max_messages, args.roll_s,
+                         settle_s=args.settle_s, max_events=args.max_events)
     except (WorkloadError, TargetError, NotApplicable, FileExistsError) as exc:
         print(f"rmqc soak: error: {exc}", file=sys.stderr)
         return 2

@@ -73,7 +73,7 @@ class CheckResult:
 
 KIND_CODE = {kind: i + 1 for i, kind in enumerate(EVENT_KINDS)}
 """Kinds are cached as numbers (0: not a kind of the schema)."""
-CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "DLQ", "APPLY")
+CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "DLQ", "APPLY")
 """The kinds the checks read; the others are counted and validated but not cached."""
 TUNING = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",   # numbers only: compressing costs more than it saves
@@ -365,7 +365,6 @@ def lives(e, ctx):
     return _cached(ctx, "lives", lambda: e.filter(_is("DELIVER", "CONSUME_OK", "DLQ")).groupBy("m", "m2", "g").agg(
         F.count(F.when(deliver, 1)).alias("deliveries"), F.count(F.when(_is("CONSUME_OK"), 1)).alias("successes"),
         F.min(F.when(dlq, F.col("ts_ms"))).alias("dlq_ts"),
-        F.min(F.when(_is("CONSUME_OK"), F.col("ts_ms"))).alias("first_ok"),
         F.max(F.when(deliver, F.col("ts_ms"))).alias("last_delivery"),
         F.max(F.when(deliver, F.col("attempt"))).alias("last_attempt"),
         F.min(F.when(deliver & (F.col("attempt") == 1), F.col("ts_ms"))).alias("first_attempt_1"),
@@ -409,14 +408,14 @@ def check_no_loss(e, ctx) -> CheckResult:
 
 def check_duplicates(e, ctx) -> CheckResult:
     """Deliveries a message did not need (at-least-once allows some): another delivery of the attempt the
-    one before it had, or any delivery after the message was consumed successfully. Those inside a crash
-    window the soak manifest states are counted apart and allowed (the consumer died before its ack)."""
+    one before it had, or a delivery after an attempt that did not fail (it succeeded, or its consumer died
+    before answering). Those inside a crash window the soak manifest states are counted apart and allowed."""
     from pyspark.sql import functions as F
 
-    consumed = lives(e, ctx).filter(F.col("first_ok").isNotNull()).select("m", "m2", "g", "first_ok")
-    extra = (redeliveries(e, ctx).join(consumed, ["m", "m2", "g"], "left")
-             .filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")) |
-                     F.coalesce(F.col("ts_ms") > F.col("first_ok"), F.lit(False))))
+    failed = (e.filter(_is("CONSUME_FAIL")).select("m", "m2", "g", F.col("attempt").alias("prev_attempt"))
+              .distinct().withColumn("prev_failed", F.lit(True)))
+    extra = (redeliveries(e, ctx).join(failed, ["m", "m2", "g", "prev_attempt"], "left")
+             .filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")) | F.col("prev_failed").isNull()))
     crash = extra.filter(_in_crash_window(ctx, F.col("ts_ms"))).count() if ctx["crash_windows"] else 0
     counted = extra.filter(~_in_crash_window(ctx, F.col("ts_ms")))
     n, ex = _violations(counted, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),

@@ -88,6 +88,11 @@ def _terms(entries: list[dict[str, Any]], release: str) -> tuple[Term, ...]:
     return tuple(out)
 
 
+def processing_allowance_ms() -> int:
+    """The model's processing allowance in wall milliseconds."""
+    return int(_file()["processing_allowance_ms"])
+
+
 @lru_cache(maxsize=None)
 def wait_model(name: str, release: str = versions.LATEST, time_scale: float = 1.0) -> WaitModel:
     """The model of the wait ``name`` (``retry-5x``, ``retry-5x-fifo``, ``retry-4x``, ``delay-level``,

@@ -98,10 +98,13 @@ def test_counts_equal_the_checks_definitions_in_plain_python(spark, tmp_path_fac
 
 @pytest.mark.spec(*ORACLE_SPEC)
 def test_counts_where_spark_drops_the_observing_node(spark, tmp_path):
-    """One message delivered three times, one attempt each: Spark proves the duplicates check's plan empty
-    and drops the node that counts it; the check still counts 0 (found by the oracle test, 100 examples)."""
+    """One message delivered three times, one attempt each, every attempt but the last failed: a plan where
+    Spark may prove the duplicates check empty and drop the node that counts it; the check still counts 0
+    (found by the oracle test, 100 examples)."""
     rows = [row("DELIVER", ts, topic="T1", group="G1", msg_id="m1", attempt=attempt)
             for ts, attempt in ((0, 1), (1_000, 2), (6_000, 3))]
+    rows += [row("CONSUME_FAIL", ts + 1, topic="T1", group="G1", msg_id="m1", attempt=attempt)
+             for ts, attempt in ((0, 1), (1_000, 2))]
     counts = _counts_of_generated(spark, tmp_path, rows)
     assert counts == expected_counts(rows)
     assert counts["duplicates"]["duplicate_deliveries"] == 0

@@ -97,6 +97,9 @@ def _guard(response_type: type) -> Callable:
                 refused = self.clients.admit(client)
                 if refused:
                     return response_type(status=status(codes.TOO_MANY_REQUESTS, refused))
+                if client:
+                    with self.model.locked():  # a heartbeat or any call: the client is online (RETRY-5X-09)
+                        self.broker.client_seen(client)
                 return handler(self, request, client)
             except Exception as exc:
                 return response_type(status=_status_of(exc, handler.__name__))
@@ -172,6 +175,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     @_guard(rpc.NotifyClientTerminationResponse)
     def NotifyClientTermination(self, request, client: str):
         self.clients.leave(client)
+        with self.model.locked():  # CLIENT_UNREGISTER: its renewed handles are cleared (RETRY-5X-09)
+            self.broker.client_gone(client)
         return rpc.NotifyClientTerminationResponse(status=status(codes.OK))
 
     async def Telemetry(self, request_iterator, context) -> None:  # type: ignore[override]
@@ -404,7 +409,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             with self.model.locked() as sim:
                 flights = self.broker.pop(group, config.name, invisible, min(request.batch_size, MAX_BATCH),
                                           request.attempt_id or f"{client}-{sim.clock.now_ms}", fifo=fifo,
-                                          auto_renew=request.auto_renew, tags=tags)
+                                          auto_renew=request.auto_renew, tags=tags, client_id=client)
                 stored = self.broker.stored_count(config.name)
             if flights or over():
                 break

@@ -148,6 +148,7 @@ class InFlight:
     fifo: bool
     attempt_id: str = ""
     auto_renew: bool = False
+    client_id: str = ""
 
 
 @dataclass
@@ -188,6 +189,8 @@ class Broker:
         """Observers of every stored message's topic and queue (a real-time front end wakes their waiters)."""
         self._receipts = itertools.count(1)
         self.in_flight: dict[str, InFlight] = {}
+        self.clients_seen: dict[str, int] = {}  # client id -> spec ms of its last call (RETRY-5X-09)
+        self._watched_clients: set[str] = set()
         self.acked: dict[str, int] = {}
         self._ack_expiry: list[tuple[int, str]] = []
         """Acked receipt handles and when each expires (a repeated ack before then is OK, RETRY-5X-09)."""
@@ -350,9 +353,56 @@ class Broker:
         return f"rh-{next(self._receipts)}"
 
     def pop(self, group: str, topic: str, invisible_ms: int, max_messages: int, attempt_id: str,
-            fifo: bool, auto_renew: bool = False, tags: frozenset[str] = frozenset()) -> list[InFlight]:
+            fifo: bool, auto_renew: bool = False, tags: frozenset[str] = frozenset(),
+            client_id: str = "") -> list[InFlight]:
         """Pop for a gRPC consumer. ``auto_renew`` models the proxy renewing a push consumer's handles
-        while it holds them, until STOP_RENEW after 3 h (RETRY-5X-09)."""
+        while it holds them and its client is online, until STOP_RENEW after 3 h (RETRY-5X-09)."""
+        if client_id:
+            self.client_seen(client_id)
+        out = self._pop(group, topic, invisible_ms, max_messages, attempt_id, fifo, auto_renew, tags)
+        if client_id and out:
+            for flight in out:
+                flight.client_id = client_id
+            if auto_renew and client_id not in self._watched_clients:
+                self._watched_clients.add(client_id)
+                self._schedule_offline_check(client_id)
+        return out
+
+    # ---- clients that go away (RETRY-5X-09) ----
+
+    def client_seen(self, client_id: str) -> None:
+        """A call of ``client_id`` (a heartbeat, a receive, any call): it is online."""
+        self.clients_seen[client_id] = self.sim.clock.now_ms
+
+    def client_gone(self, client_id: str) -> None:
+        """``NotifyClientTermination`` (CLIENT_UNREGISTER): its renewed handles are cleared at once."""
+        self._clear_client(client_id)
+
+    def _schedule_offline_check(self, client_id: str) -> None:
+        at = retry5x.offline_since_ms(self.clients_seen.get(client_id, self.sim.clock.now_ms))
+        self.sim.clock.call_at(at, lambda c=client_id: self._offline_check(c))
+
+    def _offline_check(self, client_id: str) -> None:
+        """While the client holds renewed handles: gone once idle past the channel expiry, else look again
+        then (a client that holds nothing is not watched, so an idle model never ticks for ever)."""
+        if not any(f.client_id == client_id and f.auto_renew for f in self.in_flight.values()):
+            self._watched_clients.discard(client_id)
+            return
+        if self.sim.clock.now_ms >= retry5x.offline_since_ms(self.clients_seen.get(client_id, 0)):
+            self._watched_clients.discard(client_id)
+            self._clear_client(client_id)
+        else:
+            self._schedule_offline_check(client_id)
+
+    def _clear_client(self, client_id: str) -> None:
+        """``ReceiptHandleProcessor.clearGroup``: every renewed handle of the client gets a change of invisible
+        time to ``invisibleTimeMillisWhenClear``; a standard one then goes through the revive (RETRY-5X-11)."""
+        now = self.sim.clock.now_ms
+        for flight in [f for f in self.in_flight.values() if f.client_id == client_id and f.auto_renew]:
+            self.change_invisible_duration(flight.receipt, retry5x.cleared_visible_at_ms(now) - now)
+
+    def _pop(self, group: str, topic: str, invisible_ms: int, max_messages: int, attempt_id: str,
+             fifo: bool, auto_renew: bool, tags: frozenset[str]) -> list[InFlight]:
         policy = self.group(group).settings().backoff
         max_attempts = policy.max_attempts
         if auto_renew:

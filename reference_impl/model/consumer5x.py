@@ -98,7 +98,8 @@ class PushConsumer5x:
         while True:
             flights = self.sim.broker.pop(self.group, self.topic, retry5x.DEFAULT_INVISIBLE_MS,
                                           retry5x.RECEIVE_BATCH_SIZE, f"{self.client_id}-{next(self._attempt_ids)}",
-                                          fifo=self.fifo, auto_renew=True, tags=self.tags)
+                                          fifo=self.fifo, auto_renew=True, tags=self.tags,
+                                          client_id=self.client_id)
             if not flights:
                 self._long_poll()
                 return

@@ -36,6 +36,11 @@ RENEW_AHEAD_MS = 10_000
 RENEW_MAX_TIME_MS = 3 * 3_600_000
 RENEW_STEPS_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
 MAX_RENEW_RETRY_TIMES = 3
+CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+"""``ConsumerManager.CHANNEL_EXPIRED_TIMEOUT``: a client not heard from this long is offline (RETRY-5X-09)."""
+RENEW_SCHEDULE_PERIOD_MS = 5_000
+INVISIBLE_WHEN_CLEAR_MS = 1_000
+"""``ProxyConfig.invisibleTimeMillisWhenClear``: what an offline client's renewed handles get (RETRY-5X-09)."""
 FAILED_RPC_RETRY_MS = 1000
 PYTHON_NO_POLICY_NACK_MS = 30_000
 PYTHON_DEFAULT_DELAY_S = 1
@@ -107,6 +112,19 @@ def group_retry_policy(config: dict) -> tuple[str, tuple[int, ...], tuple[int, i
     initial, maximum, multiplier = DEFAULT_EXPONENTIAL_MS
     return kind, tuple(ladder), (int(exponential.get("initial", initial)), int(exponential.get("max", maximum)),
                                  float(exponential.get("multiplier", multiplier)))
+
+
+def offline_since_ms(last_seen_ms: int) -> int:
+    """When the broker takes a client last heard from at ``last_seen_ms`` for gone (RETRY-5X-09):
+    ``scanNotActiveChannel`` drops a channel idle past ``CHANNEL_EXPIRED_TIMEOUT``; the proxy's renew task,
+    every ``renewSchedulePeriodMillis``, then finds it offline and clears its handles."""
+    return last_seen_ms + CHANNEL_EXPIRED_TIMEOUT_MS
+
+
+def cleared_visible_at_ms(cleared_at_ms: int) -> int:
+    """An offline client's renewed handle is visible again ``invisibleTimeMillisWhenClear`` after the
+    clear (``ReceiptHandleProcessor.clearGroup``, RETRY-5X-09); the revive follows (RETRY-5X-11)."""
+    return cleared_at_ms + INVISIBLE_WHEN_CLEAR_MS
 
 
 def producer_settings() -> ProducerSettings:

@@ -1,0 +1,111 @@
+"""A soak of ``rmqc serve`` through the official Python SDK until a million events are logged, then
+``rmqc check`` over its log, side by side with the same checks over a log of the same size from
+``rmqc simulate`` (the peer: same engine and session, a generated log with no jitter).
+
+    python bench/soak_bench.py [--events 1000000] [--keep PATH] [--minutes 40]
+
+The server runs at time scale 1; the 5.x ladder is compressed only through each group's own
+configuration (``groupRetryPolicy.customizedRetryPolicy.next`` set through the admin codes, as
+``mqadmin updateSubGroup -p`` does). Consumers run in processes of their own (``own_process``) so the
+two cores are shared. Printed: events logged, sends, wall time and events per second of the soak; the
+check's time and verdicts over the soak log with the timing model it states; the check's time over the
+simulated log; and the ratio of the two check times. Bounded: ``--minutes`` of sends at most.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from serving import start_serve, stop_serve  # noqa: E402
+
+from spark_checks.checks import run_checks  # noqa: E402
+from spark_checks.session import spark_session  # noqa: E402
+from spark_checks.simulate import simulate  # noqa: E402
+
+WORKLOAD = """
+seed: 23
+tick_ms: 100
+producers:
+- {kind: normal, count: 3, rate_per_s: 70}
+- {kind: fifo, rate_per_s: 30, message_groups: 16}
+groups:
+- {group: BenchA, topic: SoakT, instances: 2, failure_probability: 0.2, retry_max_times: 3,
+   retry_ladder_ms: [1000, 2000, 3000], own_process: true}
+- {group: BenchB, topic: SoakT, instances: 2, failure_probability: 0.05, retry_max_times: 2,
+   retry_ladder_ms: [2000, 4000], own_process: true}
+- {group: BenchF, topic: SoakFifoT, instances: 1, failure_probability: 0.1, retry_max_times: 3,
+   retry_ladder_ms: [2000, 2000, 3000], own_process: true}
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--minutes", type=float, default=40.0)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the soak log here")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="soak-bench-"))
+    log = args.keep or work / "soak"
+    (work / "workload.yaml").write_text(WORKLOAD)
+    process, address = start_serve(1.0)
+    began = time.monotonic()
+    try:
+        soak = subprocess.run([sys.executable, "-m", "rmqc.cli", "soak", "--target", f"grpc://{address}",
+                               "--duration", f"{args.minutes}m", "--max-events", str(args.events), "--out", str(log),
+                               "--workload", str(work / "workload.yaml"), "--settle-s", "120"], cwd=ROOT,
+                              stderr=subprocess.PIPE, text=True)
+    finally:
+        stop_serve(process)
+    wall = time.monotonic() - began
+    last = soak.stderr.replace("\r", "\n").strip().splitlines()[-3:]
+    print("\n".join(last))
+    if soak.returncode != 0:
+        print(soak.stderr[-3000:], file=sys.stderr)
+        return 1
+    manifest = json.loads((log / "_soak.json").read_text())
+    events, sent = manifest["stats"]["events"], manifest["stats"]["sent"]
+    print(f"soak: {events:,} events logged, {sent:,} messages sent, {wall:.0f} s wall, "
+          f"{events / wall:,.0f} events/s logged")
+
+    spark = spark_session()
+    started = time.perf_counter()
+    result = run_checks(spark, str(log))
+    soak_check_s = time.perf_counter() - started
+    intervals = next(c for c in result["checks"] if c["name"] == "retry_intervals")
+    print(f"rmqc check over the soak log: {soak_check_s:.1f} s, {result['rows']:,} rows, "
+          f"{'PASSED' if result['passed'] else 'FAILED'}")
+    for c in result["checks"]:
+        print(f"  {c['verdict'].upper():13} {c['name']:18} {c['counts']}")
+    model = intervals["detail"]["model"]
+    print(f"  timing model ({model['file']}): {model['standard']['name']}: earliest = {model['standard']['earliest']}; "
+          f"latest = {model['standard']['latest']}; {model['fifo']['name']}: earliest = {model['fifo']['earliest']}; "
+          f"latest = {model['fifo']['latest']}; noise band {model['noise_band']}")
+    for p in intervals["detail"]["per_attempt"]:
+        print(f"  attempt {p['attempt']}: {p['count']:,} waits, documented {p['expected_ms']} ms, window {p['window_ms']}, "
+              f"p50 {p['p50_ms']:.0f} / p90 {p['p90_ms']:.0f} / p99 {p['p99_ms']:.0f} ms, KS {p['ks']}")
+
+    peer = work / "simulated"
+    simulate(result["rows"], peer, seed=3, profile="grpc-5.x", progress=False)
+    started = time.perf_counter()
+    simulated = run_checks(spark, str(peer))
+    peer_s = time.perf_counter() - started
+    print(f"rmqc check over a simulated log of {simulated['rows']:,} rows: {peer_s:.1f} s "
+          f"({'PASSED' if simulated['passed'] else 'FAILED'})")
+    print(f"check time, soak log / simulated log: {soak_check_s / peer_s:.2f}")
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""What a soak runs: the workload as records (producers, consumer groups, faults), the idempotent
+consumers' store and the listener every consumer of a group runs. No I/O beyond the store's file."""
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from history.values import ListenerOutcome
+from history.views import MessageView
+
+TOPIC_OF_KIND = {"normal": "SoakT", "fifo": "SoakFifoT", "timed": "SoakTimedT"}
+MESSAGE_TYPE_OF_KIND = {"normal": "NORMAL", "fifo": "FIFO", "timed": "DELAY"}
+"""A 5.x topic takes one message type (TOPIC-05): each kind of producer sends to a topic of its own."""
+
+
+@dataclass(frozen=True)
+class ProducerPlan:
+    kind: str = "normal"  # normal | fifo | timed
+    topic: str | None = None
+    count: int = 1
+    rate_per_s: float = 10.0
+    message_groups: int = 4
+    delay_ms: int = 5_000
+
+    @property
+    def topic_name(self) -> str:
+        return self.topic or TOPIC_OF_KIND[self.kind]
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    group: str = "SoakG"
+    topic: str = "SoakT"
+    instances: int = 1
+    failure_probability: float = 0.0
+    """Each delivery fails with this probability (the listener answers RECONSUME_LATER)."""
+    idempotent: bool = True
+    retry_max_times: int = 3
+    retry_ladder_ms: tuple[int, ...] | None = None
+    """The group's retry ladder, set through the broker's own configuration (``groupRetryPolicy``,
+    RETRY-5X-01); None keeps the broker's default."""
+    processing_ms: int = 0
+    """Wall milliseconds the listener works on each message before it answers."""
+    own_process: bool = False
+    """Run each consumer in a process of its own (always so for a group with a restart fault)."""
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    kind: str = "consumer_restart"
+    """``consumer_restart``: one consumer process of the group killed (SIGKILL) at ``at_s`` and a new one
+    started ``down_s`` later."""
+    group: str = "SoakG"
+    at_s: float = 10.0
+    down_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    producers: tuple[ProducerPlan, ...] = (ProducerPlan(),)
+    groups: tuple[GroupPlan, ...] = (GroupPlan(),)
+    faults: tuple[FaultPlan, ...] = ()
+    seed: int = 0
+    tick_ms: int = 100
+    """Spec ms between two rounds of sends."""
+
+    def topics(self) -> dict[str, str]:
+        """Every topic the soak uses, with its message type."""
+        out = {p.topic_name: MESSAGE_TYPE_OF_KIND[p.kind] for p in self.producers}
+        for g in self.groups:
+            out.setdefault(g.topic, "NORMAL")
+        return out
+
+    def restarted_groups(self) -> set[str]:
+        return {f.group for f in self.faults if f.kind == "consumer_restart"}
+
+    def own_process_groups(self) -> set[str]:
+        return self.restarted_groups() | {g.group for g in self.groups if g.own_process}
+
+
+class AppliedStore:
+    """The idempotent consumers' record of what they applied: a SQLite file every consumer process of
+    the soak shares, so a consumer restarted after a crash does not apply a key again (CLAIM-05)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=OFF")  # a killed process loses nothing the OS holds
+        self._db.execute("CREATE TABLE IF NOT EXISTS applied (grp TEXT, key TEXT, PRIMARY KEY (grp, key))")
+
+    def first_time(self, group: str, key: str) -> bool:
+        """Record ``key`` as applied by ``group``; True only the first time."""
+        with self._lock:
+            return self._db.execute("INSERT OR IGNORE INTO applied VALUES (?, ?)", (group, key)).rowcount == 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def soak_listener(plan: GroupPlan, rng: random.Random, store: AppliedStore,
+                  applied: Callable[[MessageView], None]) -> Callable[[MessageView], ListenerOutcome]:
+    """The listener of every consumer of ``plan``: fails with the stated probability, else applies the
+    key once (``applied`` logs the APPLY) and succeeds."""
+    def consume(view: MessageView) -> ListenerOutcome:
+        if plan.processing_ms:
+            time.sleep(plan.processing_ms / 1000)
+        if rng.random() < plan.failure_probability:
+            return ListenerOutcome.RECONSUME_LATER
+        if plan.idempotent and view.key and store.first_time(plan.group, view.key):
+            applied(view)
+        return ListenerOutcome.SUCCESS
+
+    return consume
