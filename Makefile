@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci
 
-.PHONY: install browser driver-4x driver-node run test bench bench-spark clean
+.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -62,6 +62,9 @@ bench: install
 bench-spark: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/spark_bench.py --events 10000000
+
+bench-soak: install
+	$(BIN)/python bench/soak_bench.py --events 1000000
 
 clean:
 	rm -rf $(VENV) .venv-4x drivers/nodejs/node_modules reports/out .hypothesis *.egg-info

@@ -243,9 +243,9 @@ class GrpcTarget(Target):
                     break
                 for m in messages:
                     key = (group, m.message_id)
-                    if key not in self._dlq_seen:
-                        self._dlq_seen.add(key)
-                        with self._lock:
+                    with self._lock:  # a forward the push consumer logged itself is not logged again
+                        if key not in self._dlq_seen:
+                            self._dlq_seen.add(key)
                             self._final.add(key)
                             stored = getattr(m, "_Message__store_timestamp", None)  # no public property in 5.1.2
                             ts = self._spec_ts_of_wall(stored) if stored else self.now_ms()
@@ -581,6 +581,7 @@ class GrpcSimpleConsumer:
             self.consumer.ack(message)
         except Exception as exc:
             return _code_of(exc)
+        self._messages.pop(view.receipt_handle, None)  # type: ignore[arg-type]
         self.target.emit("ACK", topic=view.topic, group=self.group, msg_id=view.msg_id, key=view.key,
                          attempt=view.delivery_attempt)
         with self.target._lock:
@@ -593,6 +594,7 @@ class GrpcSimpleConsumer:
             self.consumer.change_invisible_duration(message, invisible_ms // 1000)
         except Exception as exc:
             return _code_of(exc), None
+        self._messages.pop(view.receipt_handle, None)  # type: ignore[arg-type]
         self._messages[message.receipt_handle] = message
         return 20000, message.receipt_handle
 
@@ -620,6 +622,11 @@ def _recording_push_consumer(sdk: Any) -> type:
         def _change_invisible_duration(self, message: Any, invisible_duration: Any) -> None:
             super()._change_invisible_duration(message, invisible_duration)
             self._rmqc.nacked(message, invisible_duration)
+
+        def _PushConsumer__forward_message_to_dead_letter_queue(self, message: Any) -> None:
+            # the SDK's private forward (a FIFO message past its attempts, RETRY-5X-08), timed on the client
+            sdk.PushConsumer._PushConsumer__forward_message_to_dead_letter_queue(self, message)
+            self._rmqc.forwarded(message)
 
     _RECORDING[id(sdk)] = RecordingPushConsumer
     return RecordingPushConsumer
@@ -664,6 +671,23 @@ class GrpcPushConsumer:
             t._final.add((self.group, message.message_id))
         t.emit("ACK", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id, key=key,
                attempt=message.delivery_attempt)
+
+    def forwarded(self, message: Any) -> None:
+        """The SDK forwarded the message to the dead-letter queue: logged now, on the client's clock, so that
+        it comes before what the consumer does next (the DLQ copy's store time is on the server's clock);
+        the dead-letter reader then skips it."""
+        t = self.target
+        key = (self.group, message.message_id)
+        with t._lock:
+            if key in t._dlq_seen:
+                return
+            t._dlq_seen.add(key)
+            t._final.add(key)
+            attempt = t._deliveries[key]
+        t.emit("DLQ", topic=f"%DLQ%{self.group}", group=self.group, msg_id=message.message_id,
+               key=next(iter(message.keys), None) if message.keys else None, message_group=message.message_group,
+               attempt=attempt, detail={"reconsume_times": max(0, (message.delivery_attempt or 1) - 1),
+                                        "via": "forward_message_to_dead_letter_queue"})
 
     def nacked(self, message: Any, invisible_s: float) -> None:
         t = self.target

@@ -29,6 +29,7 @@ from adapters.base import NotApplicable, Target, TargetError
 from history.events import Event
 from history.profiles import GRPC_5X
 from history.rolling import RollingParquetWriter
+from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl.rules import retry5x
 from spark_checks.timing_model import processing_allowance_ms
@@ -40,6 +41,8 @@ MANIFEST = "_soak.json"
 STORE = "_applied.sqlite"
 WORKER_READY_S = 60.0
 COLLECT_EVERY_S = 0.5
+SIMPLE_INVISIBLE_MS = 30_000
+"""What a soak's simple consumer asks for at receive (RETRY-5X-09: at least 10 s)."""
 QUIET_S = 10.0
 """After the last crash window, a settle with nothing finishing for this long is over."""
 
@@ -140,11 +143,16 @@ class Soak:
         self._sent_to: dict[str, int] = {}                  # topic -> messages sent
         self._finished: dict[str, set[str]] = {g.group: set() for g in workload.groups}
         self._last_attempt: dict[tuple[str, str], int] = {}  # (group, msg_id) -> last attempt delivered
+        self._open_halves: set[str] = set()                  # transaction halves not yet committed or rolled back
         self._faults = sorted(workload.faults, key=lambda f: f.at_s)
         self._restarts: list[tuple[float, GroupPlan]] = []
         self.crash_windows: list[dict[str, Any]] = []
         self._finished_seen, self._finished_changed = 0, time.monotonic()
         self._collecting = threading.Lock()
+        self._simple_threads: list[threading.Thread] = []
+        self._simple_stop = threading.Event()
+        self._simple_errors: list[str] = []
+        self._scaled: list[tuple[float, GroupPlan, list[ConsumerProcess]]] = []
         self._collector_stop = threading.Event()
         self.started_at = time.monotonic()
         self.stopping = False
@@ -154,12 +162,16 @@ class Soak:
     def start(self) -> None:
         w = self.workload
         restarted = w.own_process_groups()
-        if restarted and self.epoch is None:
+        if w.needs_processes() and self.epoch is None:
             raise NotApplicable(f"{self.target.name}: consumers in processes of their own (a restart fault, "
                                 "own_process) log on one clock; this target does not share its clock (use grpc://)")
-        for topic, message_type in w.topics().items():
-            self.target.create_topic(topic, message_type=message_type)
         topics = w.topics()
+        for plan in w.groups:
+            if plan.kind == "simple" and (topics[plan.topic] == "FIFO" or plan.group in restarted):
+                raise NotApplicable(f"group {plan.group}: the soak's simple consumers read standard topics in "
+                                    "the soak's own process")
+        for topic, message_type in topics.items():
+            self.target.create_topic(topic, message_type=message_type)
         for plan in w.groups:
             self.target.configure_group(plan.group, retry_max_times=plan.retry_max_times,
                                         fifo=topics[plan.topic] == "FIFO", retry_ladder_ms=plan.retry_ladder_ms)
@@ -169,8 +181,15 @@ class Soak:
                 self._start_consumer(plan, own_process=plan.group in restarted)
         for plan in w.producers:
             for _ in range(plan.count):
-                self._producers.append((plan, self.target.producer()))
+                producer = self.target.transaction_producer("SoakTxP", self._check_transaction, [plan.topic_name]) \
+                    if plan.kind == "transactional" else self.target.producer()
+                self._producers.append((plan, producer))
                 self._credit.append(0.0)
+
+    @staticmethod
+    def _check_transaction(key: str | None, times: int) -> LocalTransactionState:
+        """A half left UNKNOWN is committed when the server asks (TX-03)."""
+        return LocalTransactionState.COMMIT_MESSAGE
 
     def _start_consumer(self, plan: GroupPlan, own_process: bool) -> None:
         if own_process:
@@ -178,7 +197,38 @@ class Soak:
             return
         listener = soak_listener(plan, random.Random(self.random.random()), self.store,
                                  lambda view, group=plan.group: self.record(self._apply(view, group)))
+        if plan.kind == "simple":
+            consumer = self.target.simple_consumer_5x(plan.group, plan.topic)
+            thread = threading.Thread(target=self._simple_loop, args=(plan, consumer, listener), daemon=True,
+                                      name=f"soak-simple-{plan.group}")
+            self._simple_threads.append(thread)
+            thread.start()
+            return
         self.target.push_consumer_5x(plan.group, plan.topic, listener)
+
+    def _simple_loop(self, plan: GroupPlan, consumer: Any, listener: Callable[[MessageView], Any]) -> None:
+        """An application's simple consumer: receive, run the listener, ack, or change the invisible time to
+        the ladder's wait for the attempt (whole seconds, as the Python SDK sends it)."""
+        waits = self._group_statement(plan, False)["ladder_ms"]
+        while not self._simple_stop.is_set():
+            try:
+                views = consumer.receive(16, SIMPLE_INVISIBLE_MS)
+            except Exception as exc:  # the soak goes on; the log shows what was not consumed
+                self._simple_errors.append(f"{plan.group}: receive: {exc}")
+                time.sleep(0.5)
+                continue
+            for view in views:
+                outcome = listener(view)
+                ok = outcome is ListenerOutcome.SUCCESS
+                self.record(Event(kind="CONSUME_OK" if ok else "CONSUME_FAIL", ts_ms=self.target.now_ms(),
+                                  run_id=self.run_id, target=self.target.name, profile=GRPC_5X, topic=view.topic,
+                                  group=plan.group, msg_id=view.msg_id, key=view.key,
+                                  attempt=view.delivery_attempt, detail={"outcome": outcome.value}))
+                if ok:
+                    consumer.ack(view)
+                else:
+                    wait = waits[min(view.delivery_attempt, len(waits)) - 1]
+                    consumer.change_invisible_duration(view, wait)
 
     def _apply(self, view: MessageView, group: str) -> Event:
         return Event(kind="APPLY", ts_ms=self.target.now_ms(), run_id=self.run_id, target=self.target.name,
@@ -205,6 +255,9 @@ class Soak:
         settings = retry5x.consumer_settings(plan.retry_max_times, "CUSTOMIZED", configured, fifo=fifo)
         sdk = "nodejs" if "sdk.nodejs" in self.target.capabilities else "python"
         policy = retry5x.sdk_consumer_policy(sdk, settings)
+        if plan.kind == "simple":  # the application waits the ladder, in the whole seconds the SDK sends
+            policy = retry5x.SdkRetryPolicy(settings.backoff.max_attempts,
+                                            tuple(1000 * s for s in retry5x.python_customized_durations_s(configured)))
         waits = [policy.next_attempt_delay_ms(a) for a in range(1, settings.backoff.max_attempts)]
         return {"topic": plan.topic, "fifo": fifo, "configured_ladder_ms": list(configured), "ladder_ms": waits,
                 # a FIFO consumer dead-letters by its own count (RETRY-5X-08), the server by the group's
@@ -229,8 +282,13 @@ class Soak:
             elif event.kind == "DLQ" and not (event.attempt or 0) >= 1:
                 # the dead letter's reader saw no delivery when a consumer process had them
                 event = dataclasses.replace(event, attempt=max(1, self._last_attempt.get(key, 1)))
-            elif event.kind == "SEND_OK" and event.topic:
+            elif event.topic and (event.kind == "SEND_OK" or (event.kind == "TX_END" and
+                                                              (event.detail or {}).get("state") == "COMMIT_MESSAGE")):
                 self._sent_to[event.topic] = self._sent_to.get(event.topic, 0) + 1
+            if event.kind == "TX_HALF" and event.msg_id:
+                self._open_halves.add(event.msg_id)
+            elif event.kind == "TX_END" and event.msg_id:
+                self._open_halves.discard(event.msg_id)
             if event.kind in ("ACK", "DLQ") and event.group in self._finished and event.msg_id:
                 done = self._finished[event.group]
                 if event.msg_id not in done:
@@ -263,8 +321,10 @@ class Soak:
             return time.monotonic() - self._finished_changed > QUIET_S
 
     def in_flight(self) -> int:
+        """Messages some group has yet to finish, and transaction halves the server has yet to resolve."""
         with self._lock:
-            return sum(max(0, self._sent_to.get(g.topic, 0) - len(self._finished[g.group])) for g in self.workload.groups)
+            return len(self._open_halves) + sum(max(0, self._sent_to.get(g.topic, 0) - len(self._finished[g.group]))
+                                                for g in self.workload.groups)
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -282,7 +342,15 @@ class Soak:
                 elif plan.kind == "timed":
                     options["delivery_timestamp_ms"] = self.target.now_ms() + plan.delay_ms
                 try:
-                    producer.send(plan.topic_name, f"soak {n}".encode(), **options)
+                    if plan.kind == "transactional":
+                        draw = self.random.random()
+                        state = LocalTransactionState.ROLLBACK_MESSAGE if draw < plan.rollback_fraction else \
+                            None if draw < plan.rollback_fraction + plan.unknown_fraction else \
+                            LocalTransactionState.COMMIT_MESSAGE
+                        producer.send_in_transaction(plan.topic_name, f"soak {n}".encode(), key=options["key"],
+                                                     local_state=state)
+                    else:
+                        producer.send(plan.topic_name, f"soak {n}".encode(), **options)
                     self.stats.sent += 1
                 except Exception:
                     self.stats.send_failed += 1
@@ -291,6 +359,10 @@ class Soak:
         while self._faults and self._faults[0].at_s <= elapsed_s:
             fault = self._faults.pop(0)
             plan = next(g for g in self.workload.groups if g.group == fault.group)
+            if fault.kind == "consumer_scale":
+                extra = [ConsumerProcess(self, plan, next(self._numbers)) for _ in range(fault.count)]
+                self._scaled.append((elapsed_s + fault.for_s, plan, extra))
+                continue
             victims = self._processes.get(fault.group) or []
             if not victims:
                 continue
@@ -307,6 +379,26 @@ class Soak:
         for due in [r for r in self._restarts if r[0] <= elapsed_s]:
             self._restarts.remove(due)
             self._start_consumer(due[1], own_process=True)
+        for due in [s for s in self._scaled if s[0] <= elapsed_s]:
+            self._scaled.remove(due)
+            self._scale_down(due[1], due[2])
+
+    def _scale_down(self, plan: GroupPlan, processes: list[ConsumerProcess]) -> None:
+        """Shut the extra consumers down as a user does; what they held comes again once the proxy clears
+        their handles (RETRY-5X-09): a window like a crash's, from the shutdown to that return."""
+        stopped_at = self.target.now_ms()
+        for process in processes:
+            process.stop()
+        spec = default_spec()
+        revive = spec.get("RETRY-5X-11").defaults
+        scale = getattr(self.target, "time_scale", 1.0)
+        back = int(spec.get("RETRY-5X-09").defaults["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + \
+            int(revive["reviveScanSlackMs"]) + int(processing_allowance_ms() / scale)
+        self.crash_windows.append({
+            "group": plan.group, "kind": "consumer_scale", "from_ms": stopped_at, "to_ms": self.target.now_ms() + back,
+            "why": "consumers shut down: the proxy clears their handles at once (RETRY-5X-09) and what they held "
+                   "comes again through the revive (RETRY-5X-11)"})
+        self.write_manifest()
 
     def run(self, duration_s: float, max_messages: int | None, progress: TextIO | None, settle_s: float = 180.0,
             clock: Callable[[], float] = time.monotonic, max_events: int | None = None) -> SoakStats:
@@ -341,7 +433,7 @@ class Soak:
             time.sleep(max(0.0, started + next(rounds) * tick_s - clock()))
             line("sending", duration_s - (clock() - started))
         settle_until = clock() + settle_s
-        while not self.stopping and (self._restarts or self.in_flight()) and clock() < settle_until \
+        while not self.stopping and (self._restarts or self._scaled or self.in_flight()) and clock() < settle_until \
                 and not self._only_unseen_acks_left():
             self.apply_faults(clock() - started)
             time.sleep(min(0.2, tick_s or 0.2))
@@ -349,6 +441,11 @@ class Soak:
         for processes in self._processes.values():
             for process in processes:
                 process.stop()
+        for _, plan, extra in self._scaled:
+            self._scale_down(plan, extra)
+        self._simple_stop.set()
+        for thread in self._simple_threads:
+            thread.join(5)
         self._collector_stop.set()
         collector.join()
         self.collect()
@@ -356,6 +453,8 @@ class Soak:
         self.write_manifest()
         self.store.close()
         if progress is not None:
+            for error in self._simple_errors[:5]:
+                progress.write(f"\nrmqc soak: {error}")
             progress.write(f"\nrmqc soak: sent {self.stats.sent} ({self.stats.send_failed} failed), "
                            f"{self.log.written} events in {self.log.parts} parts, {self.in_flight()} unfinished, "
                            f"{clock() - started:.0f} s\n")

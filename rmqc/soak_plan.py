@@ -13,19 +13,23 @@ from typing import Callable
 from history.values import ListenerOutcome
 from history.views import MessageView
 
-TOPIC_OF_KIND = {"normal": "SoakT", "fifo": "SoakFifoT", "timed": "SoakTimedT"}
-MESSAGE_TYPE_OF_KIND = {"normal": "NORMAL", "fifo": "FIFO", "timed": "DELAY"}
+TOPIC_OF_KIND = {"normal": "SoakT", "fifo": "SoakFifoT", "timed": "SoakTimedT", "transactional": "SoakTxT"}
+MESSAGE_TYPE_OF_KIND = {"normal": "NORMAL", "fifo": "FIFO", "timed": "DELAY", "transactional": "TRANSACTION"}
 """A 5.x topic takes one message type (TOPIC-05): each kind of producer sends to a topic of its own."""
 
 
 @dataclass(frozen=True)
 class ProducerPlan:
-    kind: str = "normal"  # normal | fifo | timed
+    kind: str = "normal"  # normal | fifo | timed | transactional
     topic: str | None = None
     count: int = 1
     rate_per_s: float = 10.0
     message_groups: int = 4
     delay_ms: int = 5_000
+    rollback_fraction: float = 0.1
+    """Transactional: the share of halves the local transaction rolls back."""
+    unknown_fraction: float = 0.1
+    """Transactional: the share left UNKNOWN, committed when the server checks (TX-03)."""
 
     @property
     def topic_name(self) -> str:
@@ -48,16 +52,22 @@ class GroupPlan:
     """Wall milliseconds the listener works on each message before it answers."""
     own_process: bool = False
     """Run each consumer in a process of its own (always so for a group with a restart fault)."""
+    kind: str = "push"
+    """``push`` (the SDK's push consumer) or ``simple`` (receive, then ack or change the invisible time to
+    the ladder's wait, as an application with a simple consumer does; standard topics only)."""
 
 
 @dataclass(frozen=True)
 class FaultPlan:
     kind: str = "consumer_restart"
     """``consumer_restart``: one consumer process of the group killed (SIGKILL) at ``at_s`` and a new one
-    started ``down_s`` later."""
+    started ``down_s`` later. ``consumer_scale``: ``count`` more consumer processes started at ``at_s`` and
+    shut down (as a user does) ``for_s`` later."""
     group: str = "SoakG"
     at_s: float = 10.0
     down_s: float = 2.0
+    count: int = 1
+    for_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,10 @@ class Workload:
 
     def own_process_groups(self) -> set[str]:
         return self.restarted_groups() | {g.group for g in self.groups if g.own_process}
+
+    def needs_processes(self) -> bool:
+        """Whether some consumer runs in a process of its own (all of them then log on the soak's clock)."""
+        return bool(self.own_process_groups()) or any(f.kind == "consumer_scale" for f in self.faults)
 
 
 class AppliedStore:

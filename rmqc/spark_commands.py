@@ -37,7 +37,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     chk.add_argument("--master", default="local[2]", help="Spark master, e.g. local[2] or spark://127.0.0.1:7077")
     chk.add_argument("--out", default=None, help="where result.json, index.html and quarantine/ go (default: PATH-check)")
     chk.add_argument("--profile", default=None, choices=[GRPC_5X, REMOTING_4X], help="default: from the log")
-    chk.add_argument("--tolerance-ms", type=int, default=100, help="absolute timing tolerance (plus 1 %%)")
+    chk.add_argument("--tolerance-ms", type=int, default=None,
+                     help="the noise band's absolute part around the timing model's windows "
+                          "(default: spec/timing_model.yaml's, 100; plus 1 %% of the documented wait)")
     chk.add_argument("--allow-duplicates", type=int, default=0,
                      help="duplicate deliveries allowed before the duplicates check fails (at-least-once)")
     chk.add_argument("--driver-memory", default=None, help="e.g. 2g")
@@ -73,7 +75,8 @@ def run_check(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     spark = spark_session(args.master, args.driver_memory)
     try:
-        result = run_checks(spark, str(path), out, args.profile, Tolerance(args.tolerance_ms), args.allow_duplicates,
+        tolerance = Tolerance() if args.tolerance_ms is None else Tolerance(args.tolerance_ms)
+        result = run_checks(spark, str(path), out, args.profile, tolerance, args.allow_duplicates,
                             tuple(args.checks.split(",")) if args.checks else None,
                             progress=lambda line: print(f"rmqc check: {line}", file=sys.stderr, flush=True))
     except CheckInputError as exc:

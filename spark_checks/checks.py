@@ -36,7 +36,7 @@ from history.profiles import BROKER_PROFILES, GRPC_5X
 from spec import versions
 
 from .profiles import timing
-from .timing_model import WaitModel, wait_model
+from .timing_model import WaitModel, noise_band, wait_model
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
@@ -54,8 +54,10 @@ class CheckInputError(ValueError):
 
 @dataclass
 class Tolerance:
-    absolute_ms: int = 100
-    relative: float = 0.01
+    """The noise band around the timing model's windows (``spec/timing_model.yaml`` by default)."""
+
+    absolute_ms: int = field(default_factory=lambda: noise_band()[1])
+    relative: float = field(default_factory=lambda: noise_band()[0])
 
     def band(self, expected: Any):
         return expected * self.relative + self.absolute_ms
@@ -151,6 +153,15 @@ def _read(spark, path: str):
     return raw
 
 
+def _committed(raw):
+    """A TX_END row that commits its half (``detail.state`` COMMIT_MESSAGE); false in a log without details."""
+    from pyspark.sql import functions as F
+
+    if "detail" not in raw.columns:
+        return F.lit(False)
+    return (F.col("kind") == "TX_END") & F.coalesce(F.col("detail")["state"] == "COMMIT_MESSAGE", F.lit(False))
+
+
 PROFILES_BY_NAME = tuple(sorted(BROKER_PROFILES))
 """The profiles the checks know, in name order: a log naming several is checked as the first."""
 
@@ -165,6 +176,8 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     raw = _read(spark, path)
     kind_code = F.coalesce(F.array_position(F.array(*[F.lit(k) for k in EVENT_KINDS]), F.col("kind")),
                            F.lit(0)).cast("byte")
+    # a transaction's commit is its message's send (TX-02): checked as one
+    kind_code = F.when(_committed(raw), F.lit(KIND_CODE["SEND_OK"]).cast("byte")).otherwise(kind_code)
     problem = _problem(kind_code, F.col("ts_ms"), F.col("msg_id"), F.col("attempt"))
     # a profile as its place in PROFILES_BY_NAME (0: another name; null: none): the counts observe numbers only
     profile_code = F.array_position(F.array(*[F.lit(p) for p in PROFILES_BY_NAME]), F.col("profile"))
@@ -324,7 +337,8 @@ def _names(raw, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, st
         return {}
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
-    rows = (raw.filter(F.col("ts_ms").isin(times) & F.col("kind").isin(*NAMING_KINDS) & F.col("msg_id").isNotNull())
+    naming = F.col("kind").isin(*NAMING_KINDS) | _committed(raw)
+    rows = (raw.filter(F.col("ts_ms").isin(times) & naming & F.col("msg_id").isNotNull())
             .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
                     "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
@@ -544,7 +558,8 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     ks_bins = {(r["attempt"], r["bin"]): r["n"] for r in judged.groupBy(
         "attempt", F.least(F.greatest(F.floor(u * KS_GRID), F.lit(-1)), F.lit(KS_GRID)).alias("bin")).agg(
         F.count("*").alias("n")).collect()} if stats else {}
-    edges = {r["attempt"]: (min(r["lo"], r["min"]), max(r["hi"], r["max"])) for r in stats}
+    # the plot's range: the documented waits, the window and its band, every observed wait
+    edges = {r["attempt"]: (min(r["lo"], r["min"], *r["nominals"]), max(r["hi"], r["max"])) for r in stats}
     histogram = _histogram(judged, edges) if stats else {}
     per_attempt = []
     for r in stats:

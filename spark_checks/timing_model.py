@@ -88,6 +88,12 @@ def _terms(entries: list[dict[str, Any]], release: str) -> tuple[Term, ...]:
     return tuple(out)
 
 
+def noise_band() -> tuple[float, int]:
+    """The model's noise band: (relative part, absolute ms)."""
+    band = _file()["noise_band"]
+    return float(band["relative"]), int(band["absolute_ms"])
+
+
 def processing_allowance_ms() -> int:
     """The model's processing allowance in wall milliseconds."""
     return int(_file()["processing_allowance_ms"])

@@ -33,9 +33,12 @@ tick_ms: 100
 producers:
 - {kind: normal, rate_per_s: 20}
 - {kind: fifo, rate_per_s: 6, message_groups: 4}
+- {kind: transactional, rate_per_s: 4, rollback_fraction: 0.15, unknown_fraction: 0.15}
 groups:
 - {group: SoakG, topic: SoakT, failure_probability: 0.3, retry_max_times: 3, retry_ladder_ms: [1000, 2000, 3000]}
 - {group: SoakF, topic: SoakFifoT, failure_probability: 0.2, retry_max_times: 3, retry_ladder_ms: [2000, 2000, 3000]}
+- {group: SoakS, topic: SoakT, kind: simple, failure_probability: 0.2, retry_max_times: 2, retry_ladder_ms: [1000, 2000]}
+- {group: SoakX, topic: SoakTxT, failure_probability: 0.1, retry_max_times: 2, retry_ladder_ms: [1000, 2000]}
 """
 RESTART_WORKLOAD = """
 seed: 5
@@ -47,6 +50,7 @@ groups:
    retry_ladder_ms: [1000, 2000, 3000], processing_ms: 150}
 faults:
 - {group: SoakK, at_s: 6, down_s: 1}
+- {kind: consumer_scale, group: SoakK, at_s: 9, count: 1, for_s: 3}
 """
 
 
@@ -141,7 +145,18 @@ def test_a_60_second_soak_of_serve_through_the_python_sdk_passes_rmqc_check(spar
     # real jitter: the waits spread over the model's window instead of sitting on the documented value
     attempt_2 = intervals["detail"]["per_attempt"][0]
     assert attempt_2["p99_ms"] > attempt_2["p50_ms"] and attempt_2["ks"] < 1.0
-    assert verdicts(result)["dlq_at_max"]["counts"]["per_group"] == {"SoakG": 4, "SoakF": 4}
+    assert verdicts(result)["dlq_at_max"]["counts"]["per_group"] == {"SoakG": 4, "SoakF": 4, "SoakS": 3, "SoakX": 3}
+    # the simple consumer's own waits (the ladder in whole seconds), judged like the push consumers'
+    assert manifest["groups"]["SoakS"]["ladder_ms"] == [1000, 2000]
+    # transactions: commits (by the producer or when the server checked) are sends no_loss held the group to;
+    # a rolled-back half is never delivered
+    rows = rows_of(soak_log)
+    ends = {r["msg_id"]: dict(r["detail"])["state"] for r in rows if r["kind"] == "TX_END"}
+    delivered = {r["msg_id"] for r in rows if r["kind"] == "DELIVER" and r["group"] == "SoakX"}
+    committed = {m for m, state in ends.items() if state == "COMMIT_MESSAGE"}
+    assert committed and committed <= delivered and not ({m for m, s in ends.items() if s == "ROLLBACK_MESSAGE"} & delivered)
+    assert any(r["kind"] == "TX_CHECK" for r in rows) and len(delivered) == len(committed)
+    assert sum(r["kind"] == "DELIVER" and r["group"] == "SoakS" and r["attempt"] > 1 for r in rows) > 30
     assert verdicts(result)["order"]["counts"]["violations"] == 0
     write_result(result, tmp_path / "check")
 
@@ -176,6 +191,7 @@ def test_waits_moved_inside_the_noise_band_are_inconclusive_not_fail(spark, soak
 
 
 def test_a_consumer_killed_and_restarted_mid_soak_loses_nothing_and_its_duplicates_are_allowed(spark, tmp_path):
+    """The group is also scaled up by one consumer process and down again (a window of its own)."""
     out = tmp_path / "restart"
     process, address = start_serve(0.25)  # the broker takes a killed client for gone 120 spec s later
     try:
@@ -184,9 +200,11 @@ def test_a_consumer_killed_and_restarted_mid_soak_loses_nothing_and_its_duplicat
         stop_serve(process)
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((out / MANIFEST).read_text())
-    assert manifest["stats"]["kills"] == 1 and len(manifest["crash_windows"]) == 1
+    assert manifest["stats"]["kills"] == 1
+    assert sorted(w["kind"] for w in manifest["crash_windows"]) == ["consumer_restart", "consumer_scale"]
     result = run_checks(spark, str(out))
     v = verdicts(result)
+    assert v["dlq_at_max"]["verdict"] == "pass", v["dlq_at_max"]["counterexamples"]
     assert v["no_loss"]["verdict"] == "pass", v["no_loss"]["counterexamples"]
     assert v["exactly_once"]["verdict"] == "pass"  # the restarted consumer knows what its predecessor applied
     assert v["duplicates"]["verdict"] == "pass", v["duplicates"]["counts"]

@@ -368,6 +368,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         if refused:
             yield rpc.ReceiveMessageResponse(status=status(codes.TOO_MANY_REQUESTS, refused))
             return
+        if client:
+            with self.model.locked():  # the receive's arrival is a sign of life, not its pops (RETRY-5X-09)
+                self.broker.client_seen(client)
         try:
             async for response in self._receive(request, context, client):
                 yield response

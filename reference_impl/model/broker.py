@@ -356,9 +356,9 @@ class Broker:
             fifo: bool, auto_renew: bool = False, tags: frozenset[str] = frozenset(),
             client_id: str = "") -> list[InFlight]:
         """Pop for a gRPC consumer. ``auto_renew`` models the proxy renewing a push consumer's handles
-        while it holds them and its client is online, until STOP_RENEW after 3 h (RETRY-5X-09)."""
-        if client_id:
-            self.client_seen(client_id)
+        while it holds them and its client is online, until STOP_RENEW after 3 h (RETRY-5X-09). A pop is not a
+        sign of life of ``client_id`` (a long poll goes on popping after its client died): the caller says
+        when the client called (``client_seen``)."""
         out = self._pop(group, topic, invisible_ms, max_messages, attempt_id, fifo, auto_renew, tags)
         if client_id and out:
             for flight in out:
@@ -371,7 +371,7 @@ class Broker:
     # ---- clients that go away (RETRY-5X-09) ----
 
     def client_seen(self, client_id: str) -> None:
-        """A call of ``client_id`` (a heartbeat, a receive, any call): it is online."""
+        """A call of ``client_id`` arrived (a heartbeat, a receive, any call): it is online."""
         self.clients_seen[client_id] = self.sim.clock.now_ms
 
     def client_gone(self, client_id: str) -> None:

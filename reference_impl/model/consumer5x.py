@@ -95,6 +95,7 @@ class PushConsumer5x:
     def pump(self) -> None:
         if not self.running:
             return
+        self.sim.broker.client_seen(self.client_id)  # each receive is a call of the client (RETRY-5X-09)
         while True:
             flights = self.sim.broker.pop(self.group, self.topic, retry5x.DEFAULT_INVISIBLE_MS,
                                           retry5x.RECEIVE_BATCH_SIZE, f"{self.client_id}-{next(self._attempt_ids)}",
