@@ -11,6 +11,7 @@ long-lived proxy never see each other's messages; events carry the names the sui
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import threading
@@ -546,12 +547,17 @@ def _view(target: GrpcTarget, m: Any, attempt: int) -> MessageView:
                        m.message_group, props, m.receipt_handle)
 
 
+SIMPLE_HANDLES_KEPT = 65_536
+
+
 class GrpcSimpleConsumer:
     """receive / ack / change_invisible_duration with codes, as the reference's simple consumer answers."""
 
     def __init__(self, target: GrpcTarget, consumer: Any, group: str, topic: str) -> None:
         self.target, self.consumer, self.group, self.topic = target, consumer, group, topic
-        self._messages: dict[str, Any] = {}
+        self._messages: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        """Receipt handle -> the SDK's message, every handle a view was given (a suite acks a stale one on
+        purpose); the oldest forgotten past SIMPLE_HANDLES_KEPT, so a long soak stays bounded."""
 
     def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
         t = self.target
@@ -569,7 +575,7 @@ class GrpcSimpleConsumer:
         views = []
         for m in _sdk_call(call):
             view = _view(t, m, m.delivery_attempt)
-            self._messages[m.receipt_handle] = m
+            self._keep(m.receipt_handle, m)
             t.emit("DELIVER", topic=view.topic, group=self.group, msg_id=m.message_id, key=view.key,
                    message_group=view.message_group, attempt=view.delivery_attempt)
             views.append(view)
@@ -581,12 +587,16 @@ class GrpcSimpleConsumer:
             self.consumer.ack(message)
         except Exception as exc:
             return _code_of(exc)
-        self._messages.pop(view.receipt_handle, None)  # type: ignore[arg-type]
         self.target.emit("ACK", topic=view.topic, group=self.group, msg_id=view.msg_id, key=view.key,
                          attempt=view.delivery_attempt)
         with self.target._lock:
             self.target._final.add((self.group, view.msg_id))
         return 20000
+
+    def _keep(self, handle: str, message: Any) -> None:
+        self._messages[handle] = message
+        while len(self._messages) > SIMPLE_HANDLES_KEPT:
+            self._messages.popitem(last=False)
 
     def change_invisible_duration(self, view: MessageView, invisible_ms: int) -> tuple[int, str | None]:
         message = self._messages[view.receipt_handle]  # type: ignore[index]
@@ -594,8 +604,7 @@ class GrpcSimpleConsumer:
             self.consumer.change_invisible_duration(message, invisible_ms // 1000)
         except Exception as exc:
             return _code_of(exc), None
-        self._messages.pop(view.receipt_handle, None)  # type: ignore[arg-type]
-        self._messages[message.receipt_handle] = message
+        self._keep(message.receipt_handle, message)
         return 20000, message.receipt_handle
 
     def shutdown(self) -> None:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any, Coroutine, Iterator, TypeVar
 
 from reference_impl.model.simulation import Simulation
+from reference_impl.rules import retry5x
 
 MAX_TICK_WAIT_S = 0.25
 T = TypeVar("T")
@@ -37,6 +38,8 @@ class RealTimeModel:
             raise ValueError(f"--time-scale must be > 0, got {time_scale}")
         self.sim = sim
         self.time_scale = time_scale
+        # the clients heartbeat on their own (wall) clock: a live one must not look silent (RETRY-5X-09)
+        sim.broker.client_expiry_ms = retry5x.client_expiry_ms(time_scale)
         self.lock = threading.RLock()
         """Serializes the loop's calls with the few made from other threads; nobody waits on it."""
         self._t0 = time.monotonic()

@@ -65,7 +65,9 @@ def crash_window_ms(time_scale: float, down_s: float) -> int:
     renew = spec.get("RETRY-5X-09").defaults
     revive = spec.get("RETRY-5X-11").defaults
     wall_ms = down_s * 1000 + processing_allowance_ms()
-    return int(renew["channelExpiredTimeoutMs"]) + int(renew["renewSchedulePeriodMillis"]) + \
+    # the channel expiry as a server on a time scale judges it (120 s at scale 1, RETRY-5X-09)
+    expiry = max(int(renew["channelExpiredTimeoutMs"]), retry5x.client_expiry_ms(time_scale))
+    return expiry + int(renew["renewSchedulePeriodMillis"]) + \
         int(renew["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + int(revive["reviveScanSlackMs"]) + \
         int(wall_ms / time_scale)
 
@@ -392,7 +394,11 @@ class Soak:
         spec = default_spec()
         revive = spec.get("RETRY-5X-11").defaults
         scale = getattr(self.target, "time_scale", 1.0)
-        back = int(spec.get("RETRY-5X-09").defaults["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + \
+        renew = spec.get("RETRY-5X-09").defaults
+        # a receive of theirs still held may take messages up to the long-poll clamp (20 s) after the shutdown;
+        # the next renew scan clears those
+        back = retry5x.LONG_POLLING_TIMEOUT_MS + int(renew["renewSchedulePeriodMillis"]) + \
+            int(renew["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + \
             int(revive["reviveScanSlackMs"]) + int(processing_allowance_ms() / scale)
         self.crash_windows.append({
             "group": plan.group, "kind": "consumer_scale", "from_ms": stopped_at, "to_ms": self.target.now_ms() + back,

@@ -191,6 +191,9 @@ class Broker:
         self.in_flight: dict[str, InFlight] = {}
         self.clients_seen: dict[str, int] = {}  # client id -> spec ms of its last call (RETRY-5X-09)
         self._watched_clients: set[str] = set()
+        self._gone_clients: set[str] = set()    # unregistered (NotifyClientTermination) and not seen since
+        self.client_expiry_ms = retry5x.CHANNEL_EXPIRED_TIMEOUT_MS
+        """How long a silent client stays online (a real-time server scales it: ``retry5x.client_expiry_ms``)."""
         self.acked: dict[str, int] = {}
         self._ack_expiry: list[tuple[int, str]] = []
         """Acked receipt handles and when each expires (a repeated ack before then is OK, RETRY-5X-09)."""
@@ -363,7 +366,10 @@ class Broker:
         if client_id and out:
             for flight in out:
                 flight.client_id = client_id
-            if auto_renew and client_id not in self._watched_clients:
+            if client_id in self._gone_clients:  # a poll that outlived its client: the next renew scan clears
+                self.sim.clock.call_at(self.sim.clock.now_ms + retry5x.RENEW_SCHEDULE_PERIOD_MS,
+                                       lambda c=client_id: self._clear_client(c))
+            elif auto_renew and client_id not in self._watched_clients:
                 self._watched_clients.add(client_id)
                 self._schedule_offline_check(client_id)
         return out
@@ -373,13 +379,16 @@ class Broker:
     def client_seen(self, client_id: str) -> None:
         """A call of ``client_id`` arrived (a heartbeat, a receive, any call): it is online."""
         self.clients_seen[client_id] = self.sim.clock.now_ms
+        self._gone_clients.discard(client_id)
 
     def client_gone(self, client_id: str) -> None:
-        """``NotifyClientTermination`` (CLIENT_UNREGISTER): its renewed handles are cleared at once."""
+        """``NotifyClientTermination`` (CLIENT_UNREGISTER): its renewed handles are cleared at once, and any a
+        poll of it still takes at the next renew scan."""
+        self._gone_clients.add(client_id)
         self._clear_client(client_id)
 
     def _schedule_offline_check(self, client_id: str) -> None:
-        at = retry5x.offline_since_ms(self.clients_seen.get(client_id, self.sim.clock.now_ms))
+        at = retry5x.offline_since_ms(self.clients_seen.get(client_id, self.sim.clock.now_ms), self.client_expiry_ms)
         self.sim.clock.call_at(at, lambda c=client_id: self._offline_check(c))
 
     def _offline_check(self, client_id: str) -> None:
@@ -388,7 +397,7 @@ class Broker:
         if not any(f.client_id == client_id and f.auto_renew for f in self.in_flight.values()):
             self._watched_clients.discard(client_id)
             return
-        if self.sim.clock.now_ms >= retry5x.offline_since_ms(self.clients_seen.get(client_id, 0)):
+        if self.sim.clock.now_ms >= retry5x.offline_since_ms(self.clients_seen.get(client_id, 0), self.client_expiry_ms):
             self._watched_clients.discard(client_id)
             self._clear_client(client_id)
         else:

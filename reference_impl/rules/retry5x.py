@@ -114,11 +114,22 @@ def group_retry_policy(config: dict) -> tuple[str, tuple[int, ...], tuple[int, i
                                  float(exponential.get("multiplier", multiplier)))
 
 
-def offline_since_ms(last_seen_ms: int) -> int:
+SDK_HEARTBEAT_WALL_MS = 10_000
+"""The Java, Python and Node.js 5.x SDKs heartbeat every 10 s of their own (wall) time."""
+
+
+def offline_since_ms(last_seen_ms: int, expiry_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS) -> int:
     """When the broker takes a client last heard from at ``last_seen_ms`` for gone (RETRY-5X-09):
     ``scanNotActiveChannel`` drops a channel idle past ``CHANNEL_EXPIRED_TIMEOUT``; the proxy's renew task,
     every ``renewSchedulePeriodMillis``, then finds it offline and clears its handles."""
-    return last_seen_ms + CHANNEL_EXPIRED_TIMEOUT_MS
+    return last_seen_ms + expiry_ms
+
+
+def client_expiry_ms(time_scale: float) -> int:
+    """The channel expiry of a server whose clock runs ``1 / time_scale`` times the clients' (``rmqc serve
+    --time-scale``): 120 s of its time, or three of the clients' wall-clock heartbeats, whichever is longer,
+    so that a live client never looks silent (at time scale 1, 120 s as the broker has it)."""
+    return max(CHANNEL_EXPIRED_TIMEOUT_MS, int(3 * SDK_HEARTBEAT_WALL_MS / time_scale))
 
 
 def cleared_visible_at_ms(cleared_at_ms: int) -> int:
