@@ -1,9 +1,10 @@
 """``rmqc soak``: drive a target for a long time with a stated workload and log what its real clients saw.
 
-Producers (normal, FIFO with message groups, timed) send at a rate each; 5.x push consumer groups run a
-listener that fails with a stated probability and applies each key once (``APPLY``, through a store all
-consumer processes share). A group with a ``consumer_restart`` fault runs its consumers in processes of
-their own (``rmqc.soak_worker``), one of which is killed with SIGKILL and replaced. Every event goes to a
+Producers (normal, FIFO with message groups, timed, transactional) send at a rate each; 5.x push or simple
+consumer groups run a listener that fails with a stated probability and applies each key once (``APPLY``,
+through a store all consumer processes share). A group with a ``consumer_restart`` fault runs its consumers
+in processes of their own (``rmqc.soak_worker``), one of which is killed with SIGKILL and replaced; a
+``consumer_scale`` fault adds consumer processes for a while and shuts them down. Every event goes to a
 rolling Parquet log as it happens; ``_soak.json`` beside the parts states what the checks need to judge
 the log (release, time scale, each group's ladder and maximum, crash windows). A progress line shows
 rates, messages in flight and time left; Ctrl-C stops the sends cleanly. It works through the same
