@@ -243,22 +243,26 @@ class GrpcTarget(Target):
                 if not messages:
                     break
                 for m in messages:
-                    key = (group, m.message_id)
-                    with self._lock:  # a forward the push consumer logged itself is not logged again
-                        if key not in self._dlq_seen:
-                            self._dlq_seen.add(key)
-                            self._final.add(key)
-                            stored = getattr(m, "_Message__store_timestamp", None)  # no public property in 5.1.2
-                            ts = self._spec_ts_of_wall(stored) if stored else self.now_ms()
-                            self.recorder.emit("DLQ", ts, topic=f"%DLQ%{group}", group=group, msg_id=m.message_id,
-                                               key=next(iter(m.keys), None) if m.keys else None,
-                                               message_group=m.message_group,
-                                               attempt=self._deliveries[key],
-                                               detail={"reconsume_times": max(0, (m.delivery_attempt or 1) - 1)})
+                    stored = getattr(m, "_Message__store_timestamp", None)  # no public property in 5.1.2
+                    self.log_dead_letter(group, m, self._spec_ts_of_wall(stored) if stored else self.now_ms())
                     try:
                         reader.ack(m)
                     except Exception as exc:
                         log.warning("ack of a dead letter failed: %s", exc)
+
+    def log_dead_letter(self, group: str, message: Any, ts_ms: int, **detail: str) -> None:
+        """A DLQ event for ``message`` of ``group`` at ``ts_ms``, once: a forward the push consumer logged
+        itself is not logged again by the dead-letter reader."""
+        key = (group, message.message_id)
+        with self._lock:
+            if key in self._dlq_seen:
+                return
+            self._dlq_seen.add(key)
+            self._final.add(key)
+            self.recorder.emit("DLQ", ts_ms, topic=f"%DLQ%{group}", group=group, msg_id=message.message_id,
+                               key=_key_of(message), message_group=message.message_group,
+                               attempt=self._deliveries[key],
+                               detail={"reconsume_times": max(0, (message.delivery_attempt or 1) - 1), **detail})
 
     def _dlq_reader(self, group: str) -> Any | None:
         if group in self._dlq_readers:
@@ -486,7 +490,7 @@ class GrpcTransactionProducer(GrpcProducer):
             n = self._check_times[msg_id] = self._check_times.get(msg_id, 0) + 1
             if msg_id in t._open_halves:
                 t._open_halves[msg_id] = t.now_ms()
-            key = self._keys.get(msg_id, next(iter(message.keys), None) if message.keys else None)
+            key = self._keys.get(msg_id, _key_of(message))
         common = dict(topic=t.logical(message.topic), msg_id=msg_id, key=key)
         t.emit("TX_CHECK", **common, detail={"check_times": n})
         try:
@@ -540,9 +544,14 @@ class GrpcTransactionProducer(GrpcProducer):
         return SendResult("SEND_OK", receipt.message_id, topic, None, receipt.offset)
 
 
+def _key_of(message: Any) -> str | None:
+    """The first of an SDK message's keys (the suites send one), or None."""
+    return next(iter(message.keys), None) if message.keys else None
+
+
 def _view(target: GrpcTarget, m: Any, attempt: int) -> MessageView:
     props = dict(m.properties or {})
-    return MessageView(m.message_id, target.logical(m.topic), next(iter(m.keys), None) if m.keys else None, m.tag,
+    return MessageView(m.message_id, target.logical(m.topic), _key_of(m), m.tag,
                        m.body, max(0, (m.delivery_attempt or 1) - 1), attempt, -1, -1, target.logical(m.topic),
                        m.message_group, props, m.receipt_handle)
 
@@ -675,7 +684,7 @@ class GrpcPushConsumer:
 
     def acked(self, message: Any) -> None:
         t = self.target
-        key = next(iter(message.keys), None) if message.keys else None
+        key = _key_of(message)
         with t._lock:
             t._final.add((self.group, message.message_id))
         t.emit("ACK", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id, key=key,
@@ -685,22 +694,12 @@ class GrpcPushConsumer:
         """The SDK forwarded the message to the dead-letter queue: logged now, on the client's clock, so that
         it comes before what the consumer does next (the DLQ copy's store time is on the server's clock);
         the dead-letter reader then skips it."""
-        t = self.target
-        key = (self.group, message.message_id)
-        with t._lock:
-            if key in t._dlq_seen:
-                return
-            t._dlq_seen.add(key)
-            t._final.add(key)
-            attempt = t._deliveries[key]
-        t.emit("DLQ", topic=f"%DLQ%{self.group}", group=self.group, msg_id=message.message_id,
-               key=next(iter(message.keys), None) if message.keys else None, message_group=message.message_group,
-               attempt=attempt, detail={"reconsume_times": max(0, (message.delivery_attempt or 1) - 1),
-                                        "via": "forward_message_to_dead_letter_queue"})
+        self.target.log_dead_letter(self.group, message, self.target.now_ms(),
+                                    via="forward_message_to_dead_letter_queue")
 
     def nacked(self, message: Any, invisible_s: float) -> None:
         t = self.target
-        key = next(iter(message.keys), None) if message.keys else None
+        key = _key_of(message)
         t.emit("RETRY_SCHEDULED", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id,
                key=key, attempt=message.delivery_attempt + 1, expected_delay_ms=int(invisible_s * 1000),
                detail={"via": "change_invisible_duration"})

@@ -36,7 +36,14 @@ from reference_impl.rules import retry5x
 from spark_checks.timing_model import processing_allowance_ms
 from spec.loader import default_spec
 
-from .soak_plan import AppliedStore, GroupPlan, ProducerPlan, Workload, soak_listener
+from .soak_plan import (
+    AppliedStore,
+    GroupPlan,
+    ProducerPlan,
+    Workload,
+    apply_event,
+    soak_listener,
+)
 
 MANIFEST = "_soak.json"
 STORE = "_applied.sqlite"
@@ -57,20 +64,23 @@ class SoakStats:
     finished: dict[str, int] = field(default_factory=dict)  # group -> messages acked or dead-lettered
 
 
-def crash_window_ms(time_scale: float, down_s: float) -> int:
-    """How long after a consumer is killed what it held may come again (RETRY-5X-09): the broker takes it
-    for gone once its channel expires, the proxy's renew task finds that within a period and clears its
-    handles to a short invisible time; then the revive (RETRY-5X-11); plus the time it was down and the
-    processing allowance, which are wall time."""
+def return_window_ms(time_scale: float, unseen_ms: int, wall_ms: float = 0.0) -> int:
+    """How long after consumers go away what they held may come again (RETRY-5X-09): ``unseen_ms`` until
+    the proxy may still take a handle of theirs for live, the renew scan that finds it is not, the cleared
+    handle's invisible time, then the revive (RETRY-5X-11); plus ``wall_ms`` and the processing allowance,
+    which are wall time."""
     spec = default_spec()
     renew = spec.get("RETRY-5X-09").defaults
     revive = spec.get("RETRY-5X-11").defaults
-    wall_ms = down_s * 1000 + processing_allowance_ms()
-    # the channel expiry as a server on a time scale judges it (120 s at scale 1, RETRY-5X-09)
-    expiry = max(int(renew["channelExpiredTimeoutMs"]), retry5x.client_expiry_ms(time_scale))
-    return expiry + int(renew["renewSchedulePeriodMillis"]) + \
-        int(renew["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + int(revive["reviveScanSlackMs"]) + \
-        int(wall_ms / time_scale)
+    return unseen_ms + int(renew["renewSchedulePeriodMillis"]) + int(renew["invisibleTimeMillisWhenClear"]) + \
+        int(revive["reviveLagMs"]) + int(revive["reviveScanSlackMs"]) + \
+        int((wall_ms + processing_allowance_ms()) / time_scale)
+
+
+def crash_window_ms(time_scale: float, down_s: float) -> int:
+    """After a consumer is killed: the broker takes it for gone once its channel expires (as a server on a
+    time scale judges it, 120 s at scale 1), and it was down ``down_s``."""
+    return return_window_ms(time_scale, retry5x.client_expiry_ms(time_scale), down_s * 1000)
 
 
 class ConsumerProcess:
@@ -137,6 +147,7 @@ class Soak:
         self.random = random.Random(workload.seed)
         self.stats = SoakStats()
         self.epoch = getattr(target, "epoch_monotonic", None)
+        self.time_scale: float = getattr(target, "time_scale", 1.0)
         self._lock = threading.Lock()
         self._keys = itertools.count()
         self._producers: list[tuple[ProducerPlan, Any]] = []
@@ -199,7 +210,8 @@ class Soak:
             self._processes.setdefault(plan.group, []).append(ConsumerProcess(self, plan, next(self._numbers)))
             return
         listener = soak_listener(plan, random.Random(self.random.random()), self.store,
-                                 lambda view, group=plan.group: self.record(self._apply(view, group)))
+                                 lambda view, group=plan.group: self.record(
+                                     apply_event(view, group, self.target.now_ms(), self.run_id, self.target.name)))
         if plan.kind == "simple":
             consumer = self.target.simple_consumer_5x(plan.group, plan.topic)
             thread = threading.Thread(target=self._simple_loop, args=(plan, consumer, listener), daemon=True,
@@ -233,17 +245,12 @@ class Soak:
                     wait = waits[min(view.delivery_attempt, len(waits)) - 1]
                     consumer.change_invisible_duration(view, wait)
 
-    def _apply(self, view: MessageView, group: str) -> Event:
-        return Event(kind="APPLY", ts_ms=self.target.now_ms(), run_id=self.run_id, target=self.target.name,
-                     profile=GRPC_5X, topic=view.topic, group=group, msg_id=view.msg_id, key=view.key,
-                     message_group=view.message_group, attempt=view.delivery_attempt)
-
     def manifest(self) -> dict[str, Any]:
         topics = self.workload.topics()
         return {
             "run_id": self.run_id, "target": self.target_text, "profile": GRPC_5X,
             "release": getattr(self.target, "release", None) or "5.3.3",
-            "time_scale": getattr(self.target, "time_scale", 1.0),
+            "time_scale": self.time_scale,
             "sdk": dict(zip(("name", "version"), getattr(self.target, "client_library", None) or ())) or None,
             "groups": {g.group: self._group_statement(g, topics[g.topic] == "FIFO") for g in self.workload.groups},
             "crash_windows": self.crash_windows,
@@ -374,7 +381,7 @@ class Soak:
             self.stats.kills += 1
             self.crash_windows.append({
                 "group": fault.group, "kind": fault.kind, "from_ms": killed_at,
-                "to_ms": killed_at + crash_window_ms(getattr(self.target, "time_scale", 1.0), fault.down_s),
+                "to_ms": killed_at + crash_window_ms(self.time_scale, fault.down_s),
                 "why": "consumer killed (SIGKILL): what it held comes again once the broker takes it for gone "
                        "and the proxy clears its handles (RETRY-5X-09), through the revive (RETRY-5X-11)"})
             self._restarts.append((elapsed_s + fault.down_s, plan))
@@ -392,15 +399,9 @@ class Soak:
         stopped_at = self.target.now_ms()
         for process in processes:
             process.stop()
-        spec = default_spec()
-        revive = spec.get("RETRY-5X-11").defaults
-        scale = getattr(self.target, "time_scale", 1.0)
-        renew = spec.get("RETRY-5X-09").defaults
         # a receive of theirs still held may take messages up to the long-poll clamp (20 s) after the shutdown;
         # the next renew scan clears those
-        back = retry5x.LONG_POLLING_TIMEOUT_MS + int(renew["renewSchedulePeriodMillis"]) + \
-            int(renew["invisibleTimeMillisWhenClear"]) + int(revive["reviveLagMs"]) + \
-            int(revive["reviveScanSlackMs"]) + int(processing_allowance_ms() / scale)
+        back = return_window_ms(self.time_scale, retry5x.LONG_POLLING_TIMEOUT_MS)
         self.crash_windows.append({
             "group": plan.group, "kind": "consumer_scale", "from_ms": stopped_at, "to_ms": self.target.now_ms() + back,
             "why": "consumers shut down: the proxy clears their handles at once (RETRY-5X-09) and what they held "
@@ -414,7 +415,7 @@ class Soak:
         everything and close."""
         started = self.started_at = clock()
         last_line = 0.0
-        tick_s = self.workload.tick_ms * getattr(self.target, "time_scale", 1.0) / 1000
+        tick_s = self.workload.tick_ms * self.time_scale / 1000
 
         def line(phase: str, left_s: float) -> None:
             nonlocal last_line

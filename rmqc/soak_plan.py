@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from history.events import Event
+from history.profiles import GRPC_5X
 from history.values import ListenerOutcome
 from history.views import MessageView
 
@@ -117,6 +119,13 @@ class AppliedStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def apply_event(view: MessageView, group: str, ts_ms: int, run_id: str, target: str) -> Event:
+    """The ``APPLY`` an idempotent consumer of ``group`` logs the first time it applies ``view``'s key."""
+    return Event(kind="APPLY", ts_ms=ts_ms, run_id=run_id, target=target, profile=GRPC_5X, topic=view.topic,
+                 group=group, msg_id=view.msg_id, key=view.key, message_group=view.message_group,
+                 attempt=view.delivery_attempt)
 
 
 def soak_listener(plan: GroupPlan, rng: random.Random, store: AppliedStore,

@@ -14,10 +14,9 @@ import threading
 from pathlib import Path
 
 from adapters.targets import parse_target
-from history.events import Event
 from history.profiles import GRPC_5X
 
-from .soak_plan import AppliedStore, GroupPlan, soak_listener
+from .soak_plan import AppliedStore, GroupPlan, apply_event, soak_listener
 
 
 def main(argv: list[str]) -> int:
@@ -43,10 +42,7 @@ def main(argv: list[str]) -> int:
     store = AppliedStore(Path(config["store"]))
 
     def applied(view) -> None:
-        write(dataclasses.asdict(Event(kind="APPLY", ts_ms=target.now_ms(), run_id=config["run_id"], target=target.name,
-                                       profile=GRPC_5X, topic=view.topic, group=plan.group, msg_id=view.msg_id,
-                                       key=view.key, message_group=view.message_group,
-                                       attempt=view.delivery_attempt)))
+        write(dataclasses.asdict(apply_event(view, plan.group, target.now_ms(), config["run_id"], target.name)))
 
     try:
         target.push_consumer_5x(plan.group, plan.topic,

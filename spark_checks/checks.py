@@ -495,18 +495,26 @@ def _retry_models(ctx) -> tuple[WaitModel, WaitModel]:
     return (wait_model(standard, ctx["release"], ctx["time_scale"]), wait_model(fifo, ctx["release"], ctx["time_scale"]))
 
 
+def _case(column: str, values: dict[Any, Any], otherwise=None):
+    """``CASE column WHEN key THEN value ... ELSE otherwise END`` over ``values`` (keys and values given as
+    Python values or columns; an entry whose value is None is left out); ``otherwise`` when none is left."""
+    from pyspark.sql import functions as F
+
+    case = None
+    for key, value in values.items():
+        if value is None:
+            continue
+        test = F.col(column) == F.lit(key)
+        case = F.when(test, value) if case is None else case.when(test, value)
+    if case is None:
+        return otherwise
+    return case if otherwise is None else case.otherwise(otherwise)
+
+
 def _per_group(ctx, values: Callable[[dict[str, Any]], Any], otherwise):
     """A column that is ``values(group's manifest entry)`` for the rows of each group the soak manifest
     states (matched by the group's hash), else ``otherwise``."""
-    from pyspark.sql import functions as F
-
-    column = None
-    for h, entry in ctx["group_hashes"].items():
-        value = values(entry)
-        if value is None:
-            continue
-        column = (F.when(F.col("g") == F.lit(h), value) if column is None else column.when(F.col("g") == F.lit(h), value))
-    return otherwise if column is None else column.otherwise(otherwise)
+    return _case("g", {h: values(entry) for h, entry in ctx["group_hashes"].items()}, otherwise)
 
 
 def _in_crash_window(ctx, ts):
@@ -604,24 +612,14 @@ def _histogram(d, edges: dict[int, tuple[float, float]]) -> dict[int, list[int]]
     """Per attempt, HISTOGRAM_BINS counts of the intervals between that attempt's edges."""
     from pyspark.sql import functions as F
 
-    lo = _per_attempt_literal(edges, 0)
-    width = (_per_attempt_literal(edges, 1) - lo) / HISTOGRAM_BINS
+    lo = _case("attempt", {a: F.lit(float(low)) for a, (low, _) in edges.items()})
+    width = (_case("attempt", {a: F.lit(float(high)) for a, (_, high) in edges.items()}) - lo) / HISTOGRAM_BINS
     b = F.least(F.greatest(F.floor((F.col("interval") - lo) / F.when(width > 0, width).otherwise(1)), F.lit(0)),
                 F.lit(HISTOGRAM_BINS - 1)).cast("int")
     out = {a: [0] * HISTOGRAM_BINS for a in edges}
     for r in d.groupBy("attempt", b.alias("bin")).agg(F.count("*").alias("n")).collect():
         out[r["attempt"]][r["bin"]] = r["n"]
     return out
-
-
-def _per_attempt_literal(edges: dict[int, tuple[float, float]], which: int):
-    from pyspark.sql import functions as F
-
-    column = None
-    for a, pair in edges.items():
-        value = F.lit(float(pair[which]))
-        column = F.when(F.col("attempt") == a, value) if column is None else column.when(F.col("attempt") == a, value)
-    return column
 
 
 def _delivered_after_dlq():

@@ -109,8 +109,7 @@ def wait_model(name: str, release: str = versions.LATEST, time_scale: float = 1.
     if entry is None:
         raise KeyError(f"{MODEL_FILE.name} has no wait {name!r}; it has "
                        f"{', '.join(w['name'] for w in data['waits'])}")
-    band = data["noise_band"]
+    relative, absolute_ms = noise_band()
     return WaitModel(name, entry["applies_to"], _terms(entry["lateness"], release),
                      _terms(entry["granularity"], release),
-                     int(round(data["processing_allowance_ms"] / max(time_scale, 1e-9))),
-                     float(band["relative"]), int(band["absolute_ms"]))
+                     int(round(processing_allowance_ms() / max(time_scale, 1e-9))), relative, absolute_ms)
