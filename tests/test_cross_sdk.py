@@ -60,14 +60,18 @@ def test_the_4x_sdk_sends_and_the_5x_sdk_receives_from_one_server(tmp_path: Path
 
 
 CONSUME_4X = '''
-import json, sys, time
+import json, sys, threading, time
 from rocketmq.client import PushConsumer, ConsumeStatus
 namesrv, topic, group, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-started, seen = time.monotonic(), []
+started, seen, out = time.monotonic(), [], threading.Lock()
 def listener(message):
-    seen.append(1)
-    print(json.dumps({"key": message.keys.decode(), "tags": message.tags.decode(), "body": message.body.decode(),
-                      "reconsume_times": message.reconsume_times, "wall_s": time.monotonic() - started}), flush=True)
+    # the client calls this from several threads at once: one line is written whole, under a lock
+    line = json.dumps({"key": message.keys.decode(), "tags": message.tags.decode(), "body": message.body.decode(),
+                       "reconsume_times": message.reconsume_times, "wall_s": time.monotonic() - started})
+    with out:
+        seen.append(1)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
     first_failure = message.keys == b"fail-once" and message.reconsume_times == 0
     return ConsumeStatus.RECONSUME_LATER if first_failure else ConsumeStatus.CONSUME_SUCCESS
 consumer = PushConsumer(group)
