@@ -61,6 +61,7 @@ class SoakStats:
     send_failed: int = 0
     events: int = 0
     kills: int = 0
+    unreadable_lines: int = 0  # a consumer process's lines that could not be logged (see its _consumer-*.log)
     finished: dict[str, int] = field(default_factory=dict)  # group -> messages acked or dead-lettered
 
 
@@ -106,16 +107,23 @@ class ConsumerProcess:
                               f"see {self.stderr.name}")
 
     def _read(self) -> None:
+        """Drain the worker's stdout to its end whatever a line holds: a reader that stopped would fill the
+        pipe, block the worker's listener, and leave a live-looking client holding its messages for ever."""
         assert self.process.stdout is not None
         for line in self.process.stdout:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by a kill
-            if data.get("ready"):
-                self.ready.set()
-            elif "kind" in data:
-                self.soak.record(Event(**data))
+            try:
+                if data.get("ready"):
+                    self.ready.set()
+                elif "kind" in data:
+                    self.soak.record(Event(**data))
+            except Exception as exc:  # counted, and said in the consumer's log; the pipe is drained on
+                self.soak.stats.unreadable_lines += 1
+                self.stderr.write(f"soak: line not logged ({type(exc).__name__}: {exc}): {line[:300]!r}\n".encode())
+                self.stderr.flush()
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -331,7 +339,8 @@ class Soak:
             return time.monotonic() - self._finished_changed > QUIET_S
 
     def in_flight(self) -> int:
-        """Messages some group has yet to finish, and transaction halves the server has yet to resolve."""
+        """Messages some group has yet to finish, and transaction halves the server has yet to resolve (from
+        the sends logged so far: the collector drains the target every half second)."""
         with self._lock:
             return len(self._open_halves) + sum(max(0, self._sent_to.get(g.topic, 0) - len(self._finished[g.group]))
                                                 for g in self.workload.groups)
@@ -440,6 +449,10 @@ class Soak:
             # rounds keep to their times: a round that took long is followed at once, not a tick later
             time.sleep(max(0.0, started + next(rounds) * tick_s - clock()))
             line("sending", duration_s - (clock() - started))
+        # every send is logged before the settle counts what is in flight: a SEND_OK still in the target
+        # when the consumers' acks are already counted made a group look finished, and the settle ended
+        # before a crash window's messages came back
+        self.collect()
         settle_until = clock() + settle_s
         while not self.stopping and (self._restarts or self._scaled or self.in_flight()) and clock() < settle_until \
                 and not self._only_unseen_acks_left():

@@ -201,6 +201,7 @@ def test_a_consumer_killed_and_restarted_mid_soak_loses_nothing_and_its_duplicat
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["stats"]["kills"] == 1
+    assert manifest["stats"]["unreadable_lines"] == 0, [p.read_text()[-2000:] for p in out.glob("_consumer-*.log")]
     assert sorted(w["kind"] for w in manifest["crash_windows"]) == ["consumer_restart", "consumer_scale"]
     result = run_checks(spark, str(out))
     v = verdicts(result)
