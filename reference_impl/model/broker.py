@@ -149,6 +149,7 @@ class InFlight:
     attempt_id: str = ""
     auto_renew: bool = False
     client_id: str = ""
+    popped_at: int = 0
 
 
 @dataclass
@@ -449,7 +450,7 @@ class Broker:
     def _check_out(self, message: Message, group: str, origin_topic: str, invisible_ms: int, fifo: bool,
                    attempt_id: str = "") -> InFlight:
         flight = InFlight(message, group, origin_topic, self.sim.clock.now_ms + invisible_ms, self._new_receipt(),
-                          fifo, attempt_id)
+                          fifo, attempt_id, popped_at=self.sim.clock.now_ms)
         self.in_flight[flight.receipt] = flight
         if not fifo:
             self.sim.clock.call_at(flight.visible_at, lambda r=flight.receipt, v=flight.visible_at: self._expire(r, v))
@@ -477,9 +478,7 @@ class Broker:
         message = flight.message
         retry = retry4x.pop_retry_topic_v1(flight.group, flight.origin_topic)
         self.ensure_topic(retry, 1)
-        props = dict(message.properties)
-        props.setdefault("RETRY_TOPIC", retry)
-        props.setdefault("ORIGIN_MESSAGE_ID", message.msg_id)
+        props = retry5x.revived_properties(message.properties, message.reconsume_times, flight.popped_at)
         self._append(retry, 0, message.body, props, message.msg_id,
                      retry5x.revive_reconsume_times(message.reconsume_times), message.born_ms)
         self._notify(retry)
@@ -532,7 +531,9 @@ class Broker:
 
     def forward_to_dlq(self, group: str, message: Message, origin_topic: str) -> int:
         """``forwardMessageToDeadLetterQueue``: send-back with level -1 and max 0 (RETRY-5X-07)."""
-        result = retry4x.consumer_send_msg_back(group, origin_topic, message.reconsume_times, message.properties,
+        # the broker reads the stored message by its offset: RETRY_TOPIC, when absent, is the topic it is
+        # stored in (a revived copy's is the pop retry topic)
+        result = retry4x.consumer_send_msg_back(group, message.topic, message.reconsume_times, message.properties,
                                                 message.msg_id, -1, 0)
         assert result.topic is not None
         self._store_dlq(result.topic, dict(result.properties), message.msg_id, result.reconsume_times,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal, Mapping, Sequence
 
 from spec import versions
 
@@ -375,6 +375,19 @@ def retry_arrival_wakes_long_poll(release: str) -> bool:
     (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``); before, it waits for the poll to end
     (RETRY-5X-11)."""
     return versions.holds(release, since=RETRY_WAKES_LONG_POLL_SINCE)
+
+
+FIRST_POP_TIME = "1ST_POP_TIME"
+
+
+def revived_properties(properties: Mapping[str, str], reconsume_times: int, pop_time_ms: int) -> dict[str, str]:
+    """``PopReviveService.reviveRetry``: the copy written to the pop retry topic carries the message's
+    properties as they are (no RETRY_TOPIC, no ORIGIN_MESSAGE_ID is added), with ``1ST_POP_TIME`` set to the
+    checkpoint's pop time on the first revive, or when it is missing (RETRY-5X-10)."""
+    props = dict(properties)
+    if reconsume_times == 0 or FIRST_POP_TIME not in props:
+        props[FIRST_POP_TIME] = str(pop_time_ms)
+    return props
 
 
 def revive_reconsume_times(reconsume_times: int) -> int:
