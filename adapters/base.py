@@ -36,6 +36,13 @@ CAPABILITIES = {
                       "(the broker notices only when its channel expires)",
     "observe.queue_id": "the queue a sent message was stored in is observable by the client",
     "observe.offset": "the consume offset the broker stores for a group and queue can be queried",
+    "observe.stored": "what a topic stores (a retry or dead-letter topic too) can be read by an ordinary consumer "
+                      "of a group of its own, as a client sees it: topic, id, key, tags, body, reconsume times",
+    "observe.properties": "a message read back shows the system properties a remoting client sees (RETRY_TOPIC, "
+                          "ORIGIN_MESSAGE_ID, REAL_TOPIC, REAL_QID, DELAY, ...); a 5.x proxy hands a client its "
+                          "user properties only",
+    "observe.query": "stored messages can be looked up by key or by id (the QUERY_MESSAGE and VIEW_MESSAGE_BY_ID "
+                     "request codes)",
     "observe.client_offsets": "the offsets a 4.x client commits locally are events (OFFSET_COMMIT)",
     "send.orderly": "4.x ordered send: the queue chosen by a sharding key",
     "sdk.cpp4x": "the 4.x C++ client (rocketmq-client-cpp, under rocketmq-client-python): its habits SDK-CPP-*",
@@ -153,6 +160,21 @@ class Target(abc.ABC):
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         self.require("inspect.broker")
+        return []
+
+    def read_stored(self, topic: str) -> list[MessageView]:
+        """Every message ``topic`` stores so far, in queue and offset order, read from the start by an ordinary
+        consumer of a group of its own: what a user sees who subscribes to ``%RETRY%<group>`` or
+        ``%DLQ%<group>`` (RETRY-CONC-05). Not the owner group, so a retry copy shows its stored topic, not the
+        topic RETRY_TOPIC names (RETRY-CONC-09). ``properties`` holds the system properties only where
+        ``observe.properties`` says so. An unknown topic stores nothing."""
+        self.require("observe.stored")
+        return []
+
+    def query_messages(self, topic: str, *, key: str | None = None, msg_id: str | None = None) -> list[MessageView]:
+        """The stored messages of ``topic`` with ``key`` among their keys, or with id ``msg_id`` (the id a
+        client is given, MSGID-02, MSGID-03), as an admin's query by key or id finds them."""
+        self.require("observe.query")
         return []
 
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:

@@ -358,6 +358,15 @@ class DriverTarget(Target):
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         return list(self.call("stored_messages", topic=topic)["messages"])
 
+    def read_stored(self, topic: str) -> list[MessageView]:
+        self.require("observe.stored")
+        return [view_from_json(v) for v in self.call("read_stored", topic=topic)["messages"]]
+
+    def query_messages(self, topic: str, *, key: str | None = None, msg_id: str | None = None) -> list[MessageView]:
+        self.require("observe.query")
+        found = self.call("query_messages", topic=topic, key=key, msg_id=msg_id)["messages"]
+        return [view_from_json(v) for v in found]
+
     def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         self.require("observe.offset")
         offset = self.call("committed_offset", group=group, topic=topic, queue_id=queue_id)["offset"]

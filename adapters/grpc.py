@@ -12,6 +12,7 @@ long-lived proxy never see each other's messages; events carry the names the sui
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import threading
@@ -45,7 +46,10 @@ from .targets import GRPC, Probe
 log = logging.getLogger("rmqc.grpc")
 
 CAPABILITIES = frozenset({"send.sync", "send.async", "delay.timer", "consumer.simple5x", "consumer.push5x",
-                          "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag", "transactions"})
+                          "consumer.push5x.fifo", "sdk.python", "consumer.filter.tag", "transactions",
+                          "observe.stored"})
+STORED_WITH_NAMESRV = frozenset({"observe.properties"})
+"""What a name server adds: a remoting pull shows a stored message's system properties."""
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -114,10 +118,10 @@ class GrpcTarget(Target):
         self.release = release
         self.name = GRPC.text(address)
         self.profile = profile
-        self.capabilities = CAPABILITIES
         self.info = server_info(address)
         self.time_scale = time_scale or self.info.time_scale
         self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
+        self.capabilities = CAPABILITIES | (STORED_WITH_NAMESRV if self.admin else frozenset())
         self.version = self.info.version
         self.client_library = sdk_name_and_version()
         self.budget_s = budget_s or wall_budget_s()
@@ -136,6 +140,7 @@ class GrpcTarget(Target):
         self._deliveries: Counter[tuple[str, str]] = Counter()  # (group, msg_id) -> deliveries seen
         self._open_halves: dict[str, int] = {}  # msg_id -> spec ms of the half or its last check, while unresolved
         self._dlq_readers: dict[str, Any] = {}
+        self._reader_numbers = itertools.count(1)
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
 
     @property
@@ -284,6 +289,48 @@ class GrpcTarget(Target):
         self._clients.append(reader)
         self._dlq_readers[group] = reader
         return reader
+
+    # ---- stored state (observe.stored, observe.properties) -------------------------------------
+
+    def read_stored(self, topic: str) -> list[MessageView]:
+        """Through the SDK: a simple consumer of a group of its own reads ``topic`` until two receives in a
+        row are empty, acking what it gets, so the owner group sees no change. With a name server known,
+        each message's system properties come from a remoting pull of the same topic: the 5.x proxy hands a
+        gRPC client its user properties only."""
+        real = self.real(topic)
+        with self._lock:
+            group = f"rmqc-read-{self.names.tag}-{next(self._reader_numbers)}"
+        if self.admin is not None:  # a dead letter carries its reconsume times: no re-dead-lettering on a pop
+            self._remoting_admin(f"configure group {group}", lambda a: a.create_group(group, 10_000, False, None))
+        try:
+            reader = self.sdk.SimpleConsumer(self._config, group, {real: self.sdk.FilterExpression()},
+                                             await_duration=1)
+            reader.startup()
+        except Exception as exc:  # no route: a topic never written stores nothing
+            log.info("nothing to read in %s: %s", real, exc)
+            return []
+        views: list[MessageView] = []
+        try:
+            empty, deadline = 0, time.monotonic() + self.budget_s
+            while empty < 2 and time.monotonic() < deadline:
+                try:
+                    got = reader.receive(32, 30)
+                except Exception:
+                    got = []
+                empty = 0 if got else empty + 1
+                for m in got:
+                    views.append(_view(self, m, m.delivery_attempt or 1))
+                    try:
+                        reader.ack(m)
+                    except Exception as exc:
+                        log.warning("ack of a message read from %s failed: %s", real, exc)
+        finally:
+            reader.shutdown()
+        if self.admin is None:
+            return views
+        pulled = {_client_id(m): m for m in self.admin.read_topic(real, group)}
+        return [dataclasses.replace(v, properties={**pulled[v.msg_id].properties, **v.properties})
+                if v.msg_id in pulled else v for v in views]
 
     # ---- admin --------------------------------------------------------------------------------
 
@@ -542,6 +589,11 @@ class GrpcTransactionProducer(GrpcProducer):
         if local_state in (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE):
             t.emit("TX_END", **common, detail={"state": local_state.value, "source": "CLIENT"})
         return SendResult("SEND_OK", receipt.message_id, topic, None, receipt.offset)
+
+
+def _client_id(message: Any) -> str:
+    """The id a client is given for a pulled message: its UNIQ_KEY (MSGID-02), else the topic and offset."""
+    return message.properties.get("UNIQ_KEY") or f"{message.topic}@{message.queue_id}:{message.queue_offset}"
 
 
 def _key_of(message: Any) -> str | None:

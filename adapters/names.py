@@ -24,6 +24,9 @@ class SessionNames:
         """The name on the server: suffixed when the suffixed name is still a legal one."""
         for prefix in SYSTEM_PREFIXES:
             if name.startswith(prefix):
+                pair = _known_pair(name[len(prefix):], self._real)
+                if pair:  # a 5.x pop retry topic, %RETRY%group_topic (RETRY-CONC-05)
+                    return f"{prefix}{self.real(pair[0])}_{self.real(pair[1])}"
                 return prefix + self.real(name[len(prefix):])
         if name in RESERVED:
             return name
@@ -36,5 +39,18 @@ class SessionNames:
     def logical(self, real: str) -> str:
         for prefix in SYSTEM_PREFIXES:
             if real.startswith(prefix):
+                pair = _known_pair(real[len(prefix):], self._logical)
+                if pair:
+                    return f"{prefix}{self.logical(pair[0])}_{self.logical(pair[1])}"
                 return prefix + self.logical(real[len(prefix):])
         return self._logical.get(real, real)
+
+
+def _known_pair(name: str, known: dict[str, str]) -> tuple[str, str] | None:
+    """``name`` as ``left_right`` where both sides are names this session knows, or None."""
+    if name in known:
+        return None
+    for at, char in enumerate(name):
+        if char == "_" and name[:at] in known and name[at + 1:] in known:
+            return name[:at], name[at + 1:]
+    return None

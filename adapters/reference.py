@@ -12,7 +12,7 @@ from history.profiles import (
     REMOTING_4X,
 )
 from history.values import LocalTransactionState
-from history.views import Listener
+from history.views import Listener, MessageView
 from reference_impl import VERSION
 from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
@@ -24,8 +24,8 @@ from .targets import Probe
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
            "transactions", "inspect.broker", "fault.send_back", "fault.retry_republish", "fault.send",
            "topic.multi_broker", "consumer.filter.tag", "consumer.filter.sql", "consumer.crash",
-           "observe.queue_id", "observe.offset",
-           "observe.client_offsets"}
+           "observe.queue_id", "observe.offset", "observe.client_offsets",
+           "observe.stored", "observe.properties", "observe.query"}
 CAPABILITIES_BY_PROFILE = {
     REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
     GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
@@ -118,11 +118,19 @@ class ReferenceTarget(Target):
         return self.sim.broker.offsets.get((group, topic, queue_id))
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
-        out = []
-        for (stored_topic, _), queue in sorted(self.sim.broker.queues.items()):
-            if stored_topic == topic:
-                out.extend(_as_record(m) for m in queue)
-        return out
+        return [_as_record(m) for m in self._stored(topic)]
+
+    def read_stored(self, topic: str) -> list[MessageView]:
+        return [_as_read(m) for m in self._stored(topic)]
+
+    def query_messages(self, topic: str, *, key: str | None = None, msg_id: str | None = None) -> list[MessageView]:
+        return [_as_read(m) for m in self._stored(topic)
+                if (key is not None and key in (m.properties.get("KEYS") or "").split(" "))
+                or (msg_id is not None and m.msg_id == msg_id)]
+
+    def _stored(self, topic: str) -> list[Message]:
+        return [m for (stored_topic, _), queue in sorted(self.sim.broker.queues.items()) if stored_topic == topic
+                for m in queue]
 
     def now_ms(self) -> int:
         return self.sim.clock.now_ms
@@ -143,6 +151,12 @@ class ReferenceTarget(Target):
 def _as_record(m: Message) -> dict[str, object]:
     return {"msg_id": m.msg_id, "topic": m.topic, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
             "reconsume_times": m.reconsume_times, "properties": dict(m.properties), "store_ms": m.store_ms}
+
+
+def _as_read(m: Message) -> MessageView:
+    """A stored message as a consumer of another group pulls it: its stored topic, every property."""
+    return MessageView(m.msg_id, m.topic, m.key, m.tags, m.body, m.reconsume_times, m.reconsume_times + 1,
+                       m.queue_id, m.queue_offset, m.topic, m.message_group, dict(m.properties))
 
 
 def build(address: str, profile: str, **options: object) -> Target:

@@ -199,3 +199,26 @@ class RemotingAdmin:
     def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None,
                      retry_ladder_ms: Sequence[int] | None = None) -> None:
         self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy, retry_ladder_ms))
+
+    def read_topic(self, topic: str, group: str, most: int = 100_000) -> list[CommitLogMessage]:
+        """Every message ``topic`` stores, pulled from offset 0 of each queue of its route as ``group``, as a
+        4.x pull consumer reads it (every property shown); nothing when the name server has no route."""
+        with RemotingClient(self.namesrv, self.timeout_s) as ns:
+            route = ns.route(topic)
+        if not route:
+            return []
+        addresses = {b["brokerName"]: b["brokerAddrs"].get("0") for b in route.get("brokerDatas", [])}
+        out: list[CommitLogMessage] = []
+        for queues in route.get("queueDatas", []):
+            address = addresses.get(queues["brokerName"])
+            if not address:
+                continue
+            with RemotingClient(address, self.timeout_s) as broker:
+                for queue_id in range(int(queues.get("readQueueNums", 0))):
+                    offset = 0
+                    while len(out) < most:
+                        code, messages, offset = broker.pull(group, topic, queue_id, offset)
+                        if code != codes.SUCCESS or not messages:
+                            break
+                        out.extend(messages)
+        return out

@@ -148,6 +148,13 @@ class ReferenceDriver:
     def cmd_stored_messages(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"messages": self._t(m).stored_messages(m["topic"])}
 
+    def cmd_read_stored(self, m: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [view_to_json(v) for v in self._t(m).read_stored(m["topic"])]}
+
+    def cmd_query_messages(self, m: dict[str, Any]) -> dict[str, Any]:
+        found = self._t(m).query_messages(m["topic"], key=m.get("key"), msg_id=m.get("msg_id"))
+        return {"messages": [view_to_json(v) for v in found]}
+
     def cmd_now(self, m: dict[str, Any]) -> dict[str, Any]:
         return {"now_ms": self._t(m).now_ms()}
 

@@ -79,6 +79,25 @@ def test_timed_message_is_delivered_at_its_rounded_time(target):
 
 @pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("DELAY-08")
+@pytest.mark.parametrize("past_tick", [0, 1, 999])
+def test_timed_message_on_a_tick_edge_is_rounded_as_the_wheel_rounds(target, past_tick):
+    """A delivery time an exact multiple of the timer's precision (1000 ms) is moved one tick earlier; one
+    just past a tick is floored to it (``deliverMs % p == 0 ? deliverMs - p : floor``)."""
+    target.require("delay.timer")
+    target.create_topic("T", message_type="DELAY")
+    _consume_all(target)
+    target.advance(250)
+    at = (target.now_ms() // 1000 + 30) * 1000 + past_tick
+    target.producer().send("T", b"x", key="t", delivery_timestamp_ms=at)
+    target.settle()
+    _, delivered = _first_delivery_after_send(target, "t")
+    want = at - 1000 if at % 1000 == 0 else at // 1000 * 1000
+    require(len(delivered) == 1 and close_enough(target, delivered[0].ts_ms, want), "DELAY-08",
+            f"delivery time {at} delivered at {[e.ts_ms for e in delivered]}, the spec says once at {want}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-08")
 def test_delivery_more_than_a_day_ahead_is_rejected(target):
     target.require("delay.timer")
     target.create_topic("T", message_type="DELAY")

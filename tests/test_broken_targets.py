@@ -1,0 +1,65 @@
+"""A vendor's subtly broken broker or SDK, one bug at a time: the reference with one bug patched in, served as
+a driver target (tests/drivers/patched_reference_driver.py), judged by the unchanged suites through
+``rmqc run``. Each bug must fail the suite named for its class with the spec ID and words that say what was
+wrong; the unbroken reference driver passes the same selections.
+
+The classes are those of issue 22: where retried and dead-lettered copies are stored, the properties they
+carry, identity across retries, receipt handles, what a listener sees on a redelivery, consumer modes that
+never send back, rounding at the timer's edges."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from serving import ROOT
+
+STORED_4X = ("remoting-4.x", "test_4x_retry_and_dead_letter_copies_are_stored")
+
+BREAKS = {  # name -> (profile, -k selection, the spec tag, words of the failing check)
+    "retry-topic-misnamed": (*STORED_4X, "[RETRY-CONC-04]", "%RETRY%G holds copies with reconsume times []"),
+    "dlq-topic-misnamed": (*STORED_4X, "[RETRY-CONC-04]", "%DLQ%G holds [], want reconsume times"),
+    "pop-retry-topic-v2-by-default": ("grpc-5.x", "test_5x_pop_retry_copies", "[RETRY-5X-10]", "%RETRY%G_T holds"),
+    "delay-kept-on-restore": (*STORED_4X, "[DELAY-06]", "still carries DELAY="),
+    "retry-topic-property-is-the-retry-topic": (*STORED_4X, "[RETRY-CONC-04]", "carries RETRY_TOPIC '%RETRY%G'"),
+    "dead-letter-reconsume-times-kept": (*STORED_4X, "[RETRY-CONC-04]", "%DLQ%G holds ["),
+    "redelivery-shows-offset-id": (*STORED_4X, "[MSGID-02]", "a redelivery keeps the client's id"),
+    "listener-sees-the-retry-topic": (*STORED_4X, "[RETRY-CONC-09]", "a redelivery shows the original topic"),
+    "stale-handle-acked": ("grpc-5.x", "test_simple_consumer_ack_and_change_invisible", "[RETRY-5X-09]",
+                           "an ack of an expired handle must be INVALID_RECEIPT_HANDLE"),
+    "broadcast-sends-back": ("remoting-4.x", "test_a_broadcasting_consumer_sends_nothing_back", "[RETRY-CONC-02]",
+                             "a broadcasting consumer's failures left"),
+    "timer-exact-tick-floored": ("grpc-5.x", "test_timed_message_on_a_tick_edge", "[DELAY-08]", "the spec says once at"),
+}
+
+
+def run_suites(tmp_path: Path, driver: str, profile: str, selection: str) -> tuple[int, list[dict]]:
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "rmqc.cli", "run", "--target", f"driver:{driver}",
+                           "--profile", profile, "-k", selection, "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    summary = json.loads((out / "summary.json").read_text())
+    tests = {t["test"]: t for b in summary["behaviours"].values() for t in b["tests"]}
+    return done.returncode, list(tests.values())
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_a_broken_target_fails_the_suite_for_its_class(tmp_path: Path, name: str) -> None:
+    profile, selection, tag, words = BREAKS[name]
+    code, tests = run_suites(tmp_path, f"python tests/drivers/patched_reference_driver.py {name}", profile, selection)
+    failed = [t for t in tests if t["verdict"] == "fail"]
+    assert code == 1 and failed, tests
+    reasons = " | ".join(t["reason"] for t in failed)
+    assert tag in reasons and words in reasons, reasons
+
+
+@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+def test_the_unbroken_reference_driver_passes_the_same_selections(tmp_path: Path, profile: str) -> None:
+    selection = " or ".join(sorted({s for p, s, *_ in BREAKS.values() if p == profile}))
+    code, tests = run_suites(tmp_path, "python drivers/reference_driver.py", profile, selection)
+    assert code == 0, [t for t in tests if t["verdict"] != "pass"]
+    assert sum(t["verdict"] == "pass" for t in tests) >= len({s for p, s, *_ in BREAKS.values() if p == profile})
