@@ -17,22 +17,24 @@ from pathlib import Path
 import pytest
 from serving import ROOT
 
-STORED_4X = ("remoting-4.x", "test_4x_retry_and_dead_letter_copies_are_stored")
+from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
+
+STORED_4X = (REMOTING_4X, "test_4x_retry_and_dead_letter_copies_are_stored")
 
 BREAKS = {  # name -> (profile, -k selection, the spec tag, words of the failing check)
     "retry-topic-misnamed": (*STORED_4X, "[RETRY-CONC-04]", "%RETRY%G holds copies with reconsume times []"),
     "dlq-topic-misnamed": (*STORED_4X, "[RETRY-CONC-04]", "%DLQ%G holds [], want reconsume times"),
-    "pop-retry-topic-v2-by-default": ("grpc-5.x", "test_5x_pop_retry_copies", "[RETRY-5X-10]", "%RETRY%G_T holds"),
+    "pop-retry-topic-v2-by-default": (GRPC_5X, "test_5x_pop_retry_copies", "[RETRY-5X-10]", "%RETRY%G_T holds"),
     "delay-kept-on-restore": (*STORED_4X, "[DELAY-06]", "still carries DELAY="),
     "retry-topic-property-is-the-retry-topic": (*STORED_4X, "[RETRY-CONC-04]", "carries RETRY_TOPIC '%RETRY%G'"),
     "dead-letter-reconsume-times-kept": (*STORED_4X, "[RETRY-CONC-04]", "%DLQ%G holds ["),
     "redelivery-shows-offset-id": (*STORED_4X, "[MSGID-02]", "a redelivery keeps the client's id"),
     "listener-sees-the-retry-topic": (*STORED_4X, "[RETRY-CONC-09]", "a redelivery shows the original topic"),
-    "stale-handle-acked": ("grpc-5.x", "test_simple_consumer_ack_and_change_invisible", "[RETRY-5X-09]",
+    "stale-handle-acked": (GRPC_5X, "test_simple_consumer_ack_and_change_invisible", "[RETRY-5X-09]",
                            "an ack of an expired handle must be INVALID_RECEIPT_HANDLE"),
-    "broadcast-sends-back": ("remoting-4.x", "test_a_broadcasting_consumer_sends_nothing_back", "[RETRY-CONC-02]",
+    "broadcast-sends-back": (REMOTING_4X, "test_a_broadcasting_consumer_sends_nothing_back", "[RETRY-CONC-02]",
                              "a broadcasting consumer's failures left"),
-    "timer-exact-tick-floored": ("grpc-5.x", "test_timed_message_on_a_tick_edge", "[DELAY-08]", "the spec says once at"),
+    "timer-exact-tick-floored": (GRPC_5X, "test_timed_message_on_a_tick_edge", "[DELAY-08]", "the spec says once at"),
 }
 
 
@@ -57,7 +59,7 @@ def test_a_broken_target_fails_the_suite_for_its_class(tmp_path: Path, name: str
     assert tag in reasons and words in reasons, reasons
 
 
-@pytest.mark.parametrize("profile", ["remoting-4.x", "grpc-5.x"])
+@pytest.mark.parametrize("profile", BROKER_PROFILES)
 def test_the_unbroken_reference_driver_passes_the_same_selections(tmp_path: Path, profile: str) -> None:
     selection = " or ".join(sorted({s for p, s, *_ in BREAKS.values() if p == profile}))
     code, tests = run_suites(tmp_path, "python drivers/reference_driver.py", profile, selection)
