@@ -70,7 +70,7 @@ def listener(message):
                        "reconsume_times": message.reconsume_times, "wall_s": time.monotonic() - started})
     with out:
         seen.append(1)
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(line + "\\n")
         sys.stdout.flush()
     first_failure = message.keys == b"fail-once" and message.reconsume_times == 0
     return ConsumeStatus.RECONSUME_LATER if first_failure else ConsumeStatus.CONSUME_SUCCESS
