@@ -5,7 +5,7 @@ Operators: comparison off-by-one and negation (``<`` and ``<=``, ``>`` and ``>=`
 arithmetic (``+`` and ``-``, ``*`` and ``//``), integer constants plus and minus one, boolean constants
 flipped, ``not`` dropped, ``and`` and ``or`` swapped, and a statement of a function body replaced by
 ``pass`` (a dropped statement). Docstrings, type annotations and the constant of a ``raise`` message are
-not mutated: a change there changes nothing a suite can see.
+not mutated: a change there changes nothing a suite can see; nor are decorators (``@dataclass(frozen=True)``).
 """
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def _skipped(tree: ast.AST) -> set[int]:
                 skip.update(id(n) for n in ast.walk(annotation))
         if isinstance(node, ast.Raise) and node.exc is not None:
             skip.update(id(n) for n in ast.walk(node.exc))
+        for decorator in getattr(node, "decorator_list", ()):  # @dataclass(frozen=True): declarations, not rules
+            skip.update(id(n) for n in ast.walk(decorator))
     return skip
 
 

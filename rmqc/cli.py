@@ -6,6 +6,7 @@ import sys
 
 from . import (
     expectations_command,
+    mutate_command,
     report_command,
     run_command,
     serve_command,
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     soak_command.add_parser(sub)
     report_command.add_parser(sub)
     expectations_command.add_parser(sub)
+    mutate_command.add_parser(sub)
     return parser
 
 

@@ -24,6 +24,8 @@ def _profiles() -> "dict[str, settings]":
     return {
         "ci": settings(max_examples=100, derandomize=True, **common),
         "dev": settings(max_examples=300, **common),
+        # one run per mutant of ``rmqc mutate``: fewer examples, the same on every run
+        "mutation": settings(max_examples=25, derandomize=True, **common),
         "thorough": settings(max_examples=2000, **common),
         # targets on a wall clock run a few examples per property: each example's ladder takes real time
         "realtime": settings(max_examples=int(os.environ.get("RMQC_REALTIME_EXAMPLES", "3")), derandomize=True,
@@ -31,7 +33,7 @@ def _profiles() -> "dict[str, settings]":
     }
 
 
-NAMES = ("ci", "dev", "thorough", "realtime")
+NAMES = ("ci", "dev", "thorough", "realtime", "mutation")
 
 
 def requested(option: str | None) -> str | None:

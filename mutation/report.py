@@ -1,0 +1,120 @@
+"""The mutation run's verdict: the score per area and in all, the survivors with their diffs, the equivalent
+mutants as the hand-kept file says (``mutation/equivalent.yaml``). Pure: outcomes in, tables and text out."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .runner import Outcome
+
+EQUIVALENT_FILE = Path(__file__).resolve().parent / "equivalent.yaml"
+
+
+class EquivalentFileError(ValueError):
+    """The equivalents file is malformed: the message names the file, the entry and what is wrong."""
+
+
+def load_equivalents(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
+    """``{mutant key: reason}`` from the hand-kept file; every entry needs a key and a reason."""
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or []
+    except yaml.YAMLError as exc:
+        raise EquivalentFileError(f"{path}: not YAML: {exc}") from None
+    out: dict[str, str] = {}
+    for number, entry in enumerate(data, 1):
+        if not isinstance(entry, dict) or not entry.get("mutant") or not str(entry.get("reason") or "").strip():
+            raise EquivalentFileError(f"{path}: entry {number} needs 'mutant' (a key as the report prints it) "
+                                      f"and 'reason' (why no test can tell it from the reference): {entry!r}")
+        out[str(entry["mutant"])] = str(entry["reason"]).strip()
+    return out
+
+
+def mark_equivalents(outcomes: list[Outcome], equivalents: dict[str, str]) -> None:
+    for outcome in outcomes:
+        reason = equivalents.get(outcome.job.key)
+        if reason is not None and outcome.verdict != "killed":
+            outcome.verdict, outcome.reason = "equivalent", reason
+
+
+@dataclass
+class AreaScore:
+    area: str
+    mutants: int = 0
+    killed: int = 0
+    survived: int = 0
+    uncovered: int = 0
+    equivalent: int = 0
+
+    @property
+    def score(self) -> float | None:
+        """Killed over the mutants that are not equivalent (uncovered ones count as not killed)."""
+        judged = self.mutants - self.equivalent
+        return self.killed / judged if judged else None
+
+
+def scores(outcomes: list[Outcome]) -> tuple[AreaScore, list[AreaScore]]:
+    areas: dict[str, AreaScore] = {}
+    total = AreaScore("all")
+    for outcome in outcomes:
+        for score in (areas.setdefault(outcome.job.area, AreaScore(outcome.job.area)), total):
+            score.mutants += 1
+            setattr(score, outcome.verdict, getattr(score, outcome.verdict) + 1)
+    return total, [areas[a] for a in sorted(areas)]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f} %"
+
+
+def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int) -> dict[str, Any]:
+    total, areas = scores(outcomes)
+    return {
+        "score": total.score, "mutants": total.mutants, "killed": total.killed, "survived": total.survived,
+        "uncovered": total.uncovered, "equivalent": total.equivalent, "not_run": not_run,
+        "wall_s": round(wall_s, 1), "workers": workers,
+        "areas": [{"area": a.area, "mutants": a.mutants, "killed": a.killed, "survived": a.survived,
+                   "uncovered": a.uncovered, "equivalent": a.equivalent, "score": a.score} for a in areas],
+        "outcomes": [{"mutant": o.job.key, "area": o.job.area, "operator": o.job.mutant.operator,
+                      "line": o.job.mutant.line, "verdict": o.verdict, "killed_by": o.killed_by,
+                      "tests": o.tests, "seconds": round(o.seconds, 2), "reason": o.reason, "diff": o.diff}
+                     for o in sorted(outcomes, key=lambda o: o.job.key)],
+    }
+
+
+def as_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# Mutation run: score {_pct(report['score'])}",
+             "",
+             f"{report['mutants']} mutants judged ({report['killed']} killed, {report['survived']} survived, "
+             f"{report['uncovered']} with no suite test citing their code, {report['equivalent']} equivalent), "
+             f"{report['not_run']} not run (time or count limit); {report['wall_s']} s wall on "
+             f"{report['workers']} workers.",
+             "",
+             "Score = killed / (mutants - equivalent); a mutant no suite test selects counts as not killed.",
+             "",
+             "| area | mutants | killed | survived | uncovered | equivalent | score |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for a in report["areas"]:
+        lines.append(f"| {a['area']} | {a['mutants']} | {a['killed']} | {a['survived']} | {a['uncovered']} | "
+                     f"{a['equivalent']} | {_pct(a['score'])} |")
+    left = [o for o in report["outcomes"] if o["verdict"] in ("survived", "uncovered")]
+    lines += ["", f"## Surviving mutants ({len(left)})", ""]
+    for o in left:
+        lines += [f"### `{o['mutant']}` ({o['verdict']}, {o['tests']} tests selected)", "", "```diff", o["diff"],
+                  "```", ""]
+    equivalent = [o for o in report["outcomes"] if o["verdict"] == "equivalent"]
+    if equivalent:
+        lines += [f"## Equivalent mutants ({len(equivalent)}, from mutation/equivalent.yaml)", ""]
+        lines += [f"- `{o['mutant']}`: {o['reason']}" for o in equivalent]
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, report: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mutation.json").write_text(json.dumps(report, indent=1))
+    (out / "mutation.md").write_text(as_markdown(report))

@@ -1,0 +1,228 @@
+"""Runs mutants: each one written into a scratch copy of ``reference_impl`` and judged by the unmodified suites.
+
+Two ways a suite can see a mutant (``Channel``):
+
+- ``target``: the mutant is served as a driver target (``drivers/reference_driver.py`` with the scratch copy
+  first on its ``PYTHONPATH``); the suites, their oracle and the reference they compare with run from the
+  checkout and judge it as any vendor's implementation;
+- ``vectors``: the rule-vector suites (the spec's vectors as data, run against the rule functions, which
+  have no protocol surface) import the mutated rules themselves.
+
+A mutant is killed when a channel's run fails or outlives its timeout; it survives when every channel
+that selects tests for it passes. Runs go on in ``jobs`` worker threads, each with a scratch copy of its own.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .operators import Mutant, apply
+from .selection import SuiteTest, keyword, selection, spec_ids_at, suite_tests
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "reference_impl"
+SUITES = ROOT / "suites"
+VECTOR_SUITES = ("test_rule_vectors.py", "test_rule_vectors_in_code.py", "test_sql92_grammar.py")
+"""Suites that call the rule functions in their own process: the ``vectors`` channel."""
+EXCLUDED_SUITES = ("test_java_rules.py",)
+"""Compiles and runs Java next to the rules: minutes a mutant, and it judges the Java, not the mutant."""
+DEFAULT_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One mutant of one module (``path`` relative to ``reference_impl``)."""
+
+    path: str
+    mutant: Mutant
+
+    @property
+    def area(self) -> str:
+        return self.path.removesuffix(".py").replace("/", ".")
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.mutant.key}"
+
+
+@dataclass
+class Outcome:
+    job: Job
+    verdict: str                      # killed | survived | uncovered | equivalent
+    killed_by: str = ""               # the channel, its exit code or "timeout"
+    seconds: float = 0.0
+    tests: int = 0                    # suite tests selected for it
+    diff: str = ""
+    reason: str = ""                  # an equivalent mutant's reason
+    output: str = field(default="", repr=False)
+
+
+def jobs_for(paths: Iterable[str]) -> list[Job]:
+    from .operators import mutants
+
+    out = []
+    for path in paths:
+        out.extend(Job(path, m) for m in mutants((PACKAGE / path).read_text()))
+    return out
+
+
+def module_paths(areas: list[str] | None = None) -> list[str]:
+    """The modules of the rules and the model, or those whose area (``rules.retry4x``) starts with one of
+    ``areas``."""
+    paths = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.glob("rules/*.py")) + sorted(PACKAGE.glob("model/*.py"))
+             if p.name != "__init__.py"]
+    if not areas:
+        return paths
+    return [p for p in paths if any(p.removesuffix(".py").replace("/", ".").startswith(a) for a in areas)]
+
+
+def unified_diff(job: Job) -> str:
+    """The mutant's change as a diff of the module as ``ast.unparse`` writes it, before and after."""
+    source = (PACKAGE / job.path).read_text()
+    before = ast.unparse(ast.parse(source)).splitlines()
+    after = apply(source, job.mutant).splitlines()
+    return "\n".join(difflib.unified_diff(before, after, f"a/reference_impl/{job.path}", f"b/reference_impl/{job.path}",
+                                          lineterm="", n=1))
+
+
+class Scratch:
+    """A copy of ``reference_impl`` one worker writes its mutants into (bytecode never cached there)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="rmqc-mutant-"))
+        shutil.copytree(PACKAGE, self.dir / "reference_impl", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def write(self, job: Job) -> None:
+        source = (PACKAGE / job.path).read_text()
+        (self.dir / "reference_impl" / job.path).write_text(apply(source, job.mutant))
+
+    def restore(self, job: Job) -> None:
+        shutil.copyfile(PACKAGE / job.path, self.dir / "reference_impl" / job.path)
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONPATH": f"{self.dir}{os.pathsep}{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _pytest(files: list[str], kw: str, extra: list[str], env: dict[str, str], cwd: Path,
+            timeout_s: float) -> tuple[int | None, str]:
+    argv = [sys.executable, "-m", "pytest", *files, "-q", "-x", "-p", "rocketmq_conformance", "-p", "no:cacheprovider",
+            "--rootdir", str(SUITES), "--rmq-hypothesis-profile", "mutation", *(["-k", kw] if kw else []), *extra]
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return done.returncode, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+class Runner:
+    """Judges jobs with the suites; ``progress`` is called after each with (done, total, outcome)."""
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self.tests = [t for t in suite_tests(SUITES) if t.file not in EXCLUDED_SUITES]
+        self.vector_tests = [t for t in self.tests if t.file in VECTOR_SUITES]
+        self._spec_cache: dict[tuple[str, int], set[str]] = {}
+        self._lock = threading.Lock()
+
+    def selected(self, job: Job) -> list[SuiteTest]:
+        key = (job.path, job.mutant.line)
+        with self._lock:
+            if key not in self._spec_cache:
+                self._spec_cache[key] = spec_ids_at((PACKAGE / job.path).read_text(), job.mutant.line)
+            ids = self._spec_cache[key]
+        return selection(self.tests, ids)
+
+    def judge(self, job: Job, scratch: Scratch) -> Outcome:
+        started = time.monotonic()
+        chosen = [t for t in self.selected(job) if t.file not in VECTOR_SUITES]
+        # every vector of the spec is cheap (a second or two): a rule's mutant meets all of them, whatever the
+        # IDs its code cites (a vector's behaviour is marked at run time, not in the source)
+        vector_tests = self.vector_tests if job.path.startswith("rules/") else []
+        scratch.write(job)
+        try:
+            verdict, by, output = "uncovered", "", ""
+            for channel, tests in (("vectors", vector_tests), ("target", chosen)):
+                if not tests:
+                    continue
+                code, output = self._run(channel, tests, scratch)
+                if code is None or code not in (0, 5):
+                    verdict, by = "killed", f"{channel}: " + ("timeout" if code is None else f"exit {code}")
+                    break
+                if code == 0:
+                    verdict = "survived"
+        finally:
+            scratch.restore(job)
+        return Outcome(job, verdict, by, time.monotonic() - started, len(chosen) + len(vector_tests),
+                       diff="" if verdict == "killed" else unified_diff(job), output=output)
+
+    def _run(self, channel: str, tests: list[SuiteTest], scratch: Scratch) -> tuple[int | None, str]:
+        files = sorted({str(SUITES / t.file) for t in tests})
+        if channel == "vectors":  # the rules imported from the scratch copy: its directory is the first on the path
+            return _pytest(files, "", ["--import-mode=append"], scratch.env(), scratch.dir, self.timeout_s)
+        driver = (f"driver:env PYTHONPATH={scratch.dir}{os.pathsep}{ROOT} PYTHONDONTWRITEBYTECODE=1 "
+                  f"{sys.executable} drivers/reference_driver.py")
+        return _pytest(files, keyword(tests), ["--rmq-target", driver], dict(os.environ), ROOT, self.timeout_s)
+
+    def baseline(self, jobs: list[Job]) -> str:
+        """Run every channel the jobs need against the unmutated copy: an empty string when all pass, else
+        what failed (a mutant can only be judged against green suites)."""
+        chosen = {t for job in jobs for t in self.selected(job) if t.file not in VECTOR_SUITES}
+        rules = any(job.path.startswith("rules/") for job in jobs)
+        scratch = Scratch()
+        try:
+            for channel, tests in (("vectors", self.vector_tests if rules else []), ("target", list(chosen))):
+                if tests:
+                    code, output = self._run(channel, sorted(tests, key=lambda t: t.name), scratch)
+                    if code not in (0, 5):
+                        return f"{channel} channel exit {code}: {output[-1500:]}"
+        finally:
+            scratch.remove()
+        return ""
+
+    def run(self, jobs: list[Job], workers: int, deadline: float | None = None,
+            progress: Callable[[int, int, Outcome], None] | None = None) -> tuple[list[Outcome], list[Job]]:
+        """Judge ``jobs`` on ``workers`` threads until done or ``deadline`` (monotonic); the jobs not started
+        by then are returned apart."""
+        pending = list(jobs)
+        outcomes: list[Outcome] = []
+        skipped: list[Job] = []
+        lock = threading.Lock()
+
+        def worker() -> None:
+            scratch = Scratch()
+            try:
+                while True:
+                    with lock:
+                        if not pending:
+                            return
+                        job = pending.pop(0)
+                        if deadline is not None and time.monotonic() >= deadline:
+                            skipped.append(job)
+                            continue
+                    outcome = self.judge(job, scratch)
+                    with lock:
+                        outcomes.append(outcome)
+                        done = len(outcomes)
+                    if progress is not None:
+                        progress(done, len(jobs), outcome)
+            finally:
+                scratch.remove()
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(worker) for _ in range(workers)]:
+                future.result()
+        return outcomes, skipped

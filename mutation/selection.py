@@ -1,0 +1,88 @@
+"""Which suites can see a mutant: the spec IDs the mutated code cites, and the suite tests marked with them.
+
+A rule or model function names the behaviours it implements in its docstring or an ``# implements`` comment
+(the project's convention); the suites mark their tests with ``@pytest.mark.spec(...)``. A mutant inside a
+function is judged by the tests of that function's IDs, else of its class's, else of its module's; code that
+cites nothing is judged by every suite test. Pure: source text in, names out.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SPEC_ID = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-\d{2}\b")
+
+
+def _ids(text: str | None) -> set[str]:
+    return set(SPEC_ID.findall(text or ""))
+
+
+def _scope_ids(source_lines: list[str], node: ast.AST) -> set[str]:
+    """IDs a function or class cites: its docstring and its own comments (nested scopes included)."""
+    ids = _ids(ast.get_docstring(node)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                             ast.ClassDef)) else set()
+    start, end = getattr(node, "lineno", 1), getattr(node, "end_lineno", 0) or 0
+    for text in source_lines[start - 1:end]:
+        if "#" in text:
+            ids |= _ids(text[text.index("#"):])
+    return ids
+
+
+def spec_ids_at(source: str, line: int) -> set[str]:
+    """The spec IDs that speak for ``line``: the innermost enclosing function or class citing any, else the
+    module docstring's; empty when nothing is cited."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    chain: list[ast.AST] = []
+    node: ast.AST = tree
+    while True:
+        inner = next((child for child in ast.iter_child_nodes(node)
+                      if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and child.lineno <= line <= (child.end_lineno or child.lineno)), None)
+        if inner is None:
+            break
+        chain.append(inner)
+        node = inner
+    for scope in reversed(chain):
+        ids = _scope_ids(lines, scope)
+        if ids:
+            return ids
+    return _ids(ast.get_docstring(tree))
+
+
+@dataclass(frozen=True)
+class SuiteTest:
+    """A suite test function and the spec IDs it is marked with."""
+
+    file: str
+    name: str
+    spec_ids: frozenset[str]
+
+
+def suite_tests(suites_dir: Path) -> list[SuiteTest]:
+    """Every ``test_*`` function of ``suites_dir/test_*.py`` with its ``@pytest.mark.spec`` IDs."""
+    out = []
+    for path in sorted(suites_dir.glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+                continue
+            ids: set[str] = set()
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("mark.spec"):
+                    ids |= {a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+            out.append(SuiteTest(path.name, node.name, frozenset(ids)))
+    return out
+
+
+def selection(tests: list[SuiteTest], spec_ids: set[str]) -> list[SuiteTest]:
+    """The tests marked with any of ``spec_ids``; every marked test when ``spec_ids`` is empty."""
+    if not spec_ids:
+        return [t for t in tests if t.spec_ids]
+    return [t for t in tests if t.spec_ids & spec_ids]
+
+
+def keyword(tests: list[SuiteTest]) -> str:
+    """A pytest ``-k`` expression selecting exactly these test functions (by name; names are unique)."""
+    return " or ".join(sorted({t.name for t in tests}))

@@ -1,0 +1,87 @@
+"""``rmqc mutate``: a mutation run of the suites over the reference's rules and model (issue 22).
+
+Each mutant is written into a scratch copy of ``reference_impl``, served as a driver target and judged by the
+unmodified suites of this checkout (``mutation.runner``); the report gives the score per area and every
+survivor with its diff (``mutation.report``)."""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+SMOKE_AREAS = ("rules.retry4x",)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("mutate", help="mutation run of the suites over the reference's rules and model",
+                            description=__doc__)
+    parser.add_argument("--areas", default="", help="comma-separated areas to mutate, by prefix: rules, model, "
+                        "rules.retry4x, model.broker (default: all of reference_impl/rules and reference_impl/model)")
+    parser.add_argument("--max", type=int, default=None, metavar="N",
+                        help="judge N mutants drawn evenly at random (--seed) instead of all")
+    parser.add_argument("--seconds", type=float, default=None, help="start no mutant after this many seconds; "
+                        "the ones left are counted as not run")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants judged at once (default 2, one per core)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds a suite run of one mutant may take; "
+                        "longer counts as killed (default 180)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--equivalents", type=Path, default=None,
+                        help="the hand-kept file of equivalent mutants (default mutation/equivalent.yaml)")
+    parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
+                        help="exit 1 when the score is below this")
+    parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
+    parser.set_defaults(handler=mutate)
+
+
+def mutate(args: argparse.Namespace) -> int:
+    from mutation import report
+    from mutation.runner import Runner, jobs_for, module_paths
+
+    areas = [a.strip() for a in args.areas.split(",") if a.strip()]
+    paths = module_paths(areas)
+    if not paths:
+        print(f"rmqc mutate: error: --areas {args.areas!r} names no module of reference_impl/rules or "
+              f"reference_impl/model (areas look like rules.retry4x or model.broker)", file=sys.stderr)
+        return 2
+    try:
+        equivalents = report.load_equivalents(args.equivalents or report.EQUIVALENT_FILE)
+    except report.EquivalentFileError as exc:
+        print(f"rmqc mutate: error: {exc}", file=sys.stderr)
+        return 2
+    jobs = jobs_for(paths)
+    if args.max is not None and args.max < len(jobs):
+        jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
+    runner = Runner(args.timeout)
+    baseline = runner.baseline(jobs)
+    if baseline:
+        print(f"rmqc mutate: error: the suites fail against the unmutated reference, so no mutant can be judged: "
+              f"{baseline}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    deadline = started + args.seconds if args.seconds is not None else None
+    counts = {"killed": 0, "survived": 0, "uncovered": 0}
+
+    def progress(done: int, total: int, outcome) -> None:  # type: ignore[no-untyped-def]
+        counts[outcome.verdict] = counts.get(outcome.verdict, 0) + 1
+        elapsed = time.monotonic() - started
+        left = (total - done) * elapsed / done
+        sys.stderr.write(f"\rrmqc mutate: {done}/{total} judged, {counts['killed']} killed, "
+                         f"{counts['survived']} survived, {counts['uncovered']} uncovered, "
+                         f"{elapsed / done * args.jobs:.1f} s a mutant, {left / 60:.0f} min left   ")
+        sys.stderr.flush()
+
+    outcomes, not_run = runner.run(jobs, args.jobs, deadline, progress)
+    sys.stderr.write("\n")
+    report.mark_equivalents(outcomes, equivalents)
+    result = report.as_json(outcomes, time.monotonic() - started, args.jobs, len(not_run))
+    report.write(args.out, result)
+    score = result["score"]
+    print(f"rmqc mutate: score {'n/a' if score is None else f'{100 * score:.1f} %'} over {result['mutants']} "
+          f"mutants ({result['killed']} killed, {result['survived']} survived, {result['uncovered']} uncovered, "
+          f"{result['equivalent']} equivalent, {result['not_run']} not run) in {result['wall_s']} s; "
+          f"report: {args.out / 'mutation.md'}")
+    if args.fail_under is not None and (score is None or 100 * score < args.fail_under):
+        return 1
+    return 0

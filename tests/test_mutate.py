@@ -1,0 +1,109 @@
+"""``rmqc mutate`` (issue 22): mutants are judged by the unmodified suites, through the driver target or, for
+rules with no protocol surface, through their vectors; a 5-mutant smoke of the command; the report's
+arithmetic; errors that name what is wrong."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from serving import ROOT
+
+from mutation.operators import Mutant
+from mutation.report import (
+    AreaScore,
+    EquivalentFileError,
+    load_equivalents,
+    mark_equivalents,
+    scores,
+)
+from mutation.runner import Job, Outcome, Runner, Scratch, jobs_for
+
+
+def _job(path: str, line: int, operator: str) -> Job:
+    (job,) = [j for j in jobs_for([path]) if j.mutant.line == line and j.mutant.operator == operator]
+    return job
+
+
+def _line_of(path: str, text: str) -> int:
+    return next(i for i, line in enumerate((ROOT / "reference_impl" / path).read_text().splitlines(), 1) if text in line)
+
+
+def test_a_model_mutant_is_killed_through_the_driver_target() -> None:
+    """The broker stores a dead letter without saying so (``emit_dlq`` dropped): the suites, run against the
+    mutant served as a driver target, fail; the checkout's own reference is untouched."""
+    job = _job("model/broker.py", _line_of("model/broker.py", "self.sim.emit_dlq(group, message)"), "drop-statement")
+    scratch = Scratch()
+    try:
+        outcome = Runner().judge(job, scratch)
+        restored = (scratch.dir / "reference_impl" / job.path).read_text()
+    finally:
+        scratch.remove()
+    assert outcome.verdict == "killed" and outcome.killed_by == "target: exit 1", (outcome.killed_by, outcome.output)
+    assert outcome.tests > 0
+    assert restored == (ROOT / "reference_impl" / job.path).read_text()  # the scratch copy is put back
+
+
+def test_a_rule_mutant_is_killed_by_its_vectors_first() -> None:
+    """``reconsumeTimes + 1`` of a revive made ``- 1``: the spec's vectors (the rule imported from the scratch
+    copy; RETRY-5X-10's row says 2 -> 3) fail before any target runs."""
+    job = _job("rules/retry5x.py", _line_of("rules/retry5x.py", "return reconsume_times + 1"), "arithmetic")
+    scratch = Scratch()
+    try:
+        outcome = Runner().judge(job, scratch)
+    finally:
+        scratch.remove()
+    assert outcome.verdict == "killed" and outcome.killed_by == "vectors: exit 1", (outcome.killed_by, outcome.output)
+
+
+def test_a_five_mutant_smoke_run_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "mutation"
+    done = subprocess.run([sys.executable, "-m", "rmqc.cli", "mutate", "--areas", "rules.retry4x", "--max", "5",
+                           "--seed", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rmqc mutate: 5/5 judged" in done.stderr  # the progress line
+    report = json.loads((out / "mutation.json").read_text())
+    assert report["mutants"] == 5 == len(report["outcomes"])
+    assert report["killed"] + report["survived"] + report["uncovered"] + report["equivalent"] == 5
+    assert report["workers"] == 2 and report["wall_s"] > 0
+    for outcome in report["outcomes"]:
+        assert outcome["area"] == "rules.retry4x" and outcome["verdict"] in ("killed", "survived", "uncovered")
+        if outcome["verdict"] != "killed":  # a survivor is shown with its change
+            assert "\n-" in outcome["diff"] and "\n+" in outcome["diff"], outcome
+    page = (out / "mutation.md").read_text()
+    assert "| rules.retry4x | 5 |" in page and f"Surviving mutants ({report['survived'] + report['uncovered']})" in page
+    assert "rmqc mutate: score" in done.stdout
+
+
+def _outcome(area: str, verdict: str, n: int) -> Outcome:
+    return Outcome(Job(f"{area.replace('.', '/')}.py", Mutant("constant", n, 0, "1", "2", n)), verdict)
+
+
+def test_equivalent_mutants_leave_the_score_and_uncovered_ones_count_against_it(tmp_path: Path) -> None:
+    outcomes = [_outcome("rules.a", "killed", 1), _outcome("rules.a", "survived", 2), _outcome("rules.a", "survived", 3),
+                _outcome("model.b", "uncovered", 4), _outcome("model.b", "killed", 5)]
+    mark_equivalents(outcomes, {outcomes[1].job.key: "only a default never used"})
+    total, areas = scores(outcomes)
+    assert (total.mutants, total.killed, total.survived, total.uncovered, total.equivalent) == (5, 2, 1, 1, 1)
+    assert total.score == 2 / 4
+    assert [(a.area, a.score) for a in areas] == [("model.b", 0.5), ("rules.a", 0.5)]
+    assert AreaScore("empty").score is None
+    assert outcomes[1].verdict == "equivalent" and outcomes[1].reason == "only a default never used"
+
+
+def test_a_malformed_equivalents_file_is_named_with_its_entry(tmp_path: Path) -> None:
+    bad = tmp_path / "equivalent.yaml"
+    bad.write_text("- mutant: rules/retry4x.py:1:1:constant:1->2#3\n")
+    try:
+        load_equivalents(bad)
+    except EquivalentFileError as exc:
+        assert str(bad) in str(exc) and "entry 1" in str(exc) and "reason" in str(exc)
+    else:
+        raise AssertionError("an entry without a reason was taken")
+    done = subprocess.run([sys.executable, "-m", "rmqc.cli", "mutate", "--areas", "rules.retry4x", "--max", "1",
+                           "--equivalents", str(bad)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "entry 1" in done.stderr, done.stderr
+    unknown = subprocess.run([sys.executable, "-m", "rmqc.cli", "mutate", "--areas", "rules.nothing"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert unknown.returncode == 2 and "names no module" in unknown.stderr, unknown.stderr
