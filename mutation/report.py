@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -72,12 +72,13 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
-def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int) -> dict[str, Any]:
+def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int,
+            left_out: Sequence[str] = ()) -> dict[str, Any]:
     total, areas = scores(outcomes)
     return {
         "score": total.score, "mutants": total.mutants, "killed": total.killed, "survived": total.survived,
         "uncovered": total.uncovered, "equivalent": total.equivalent, "not_run": not_run,
-        "wall_s": round(wall_s, 1), "workers": workers,
+        "wall_s": round(wall_s, 1), "workers": workers, "left_out_tests": list(left_out),
         "areas": [{"area": a.area, "mutants": a.mutants, "killed": a.killed, "survived": a.survived,
                    "uncovered": a.uncovered, "equivalent": a.equivalent, "score": a.score} for a in areas],
         "outcomes": [{"mutant": o.job.key, "area": o.job.area, "operator": o.job.mutant.operator,
@@ -102,6 +103,9 @@ def as_markdown(report: dict[str, Any]) -> str:
     for a in report["areas"]:
         lines.append(f"| {a['area']} | {a['mutants']} | {a['killed']} | {a['survived']} | {a['uncovered']} | "
                      f"{a['equivalent']} | {_pct(a['score'])} |")
+    if report.get("left_out_tests"):
+        lines += ["", "Left out, as they fail against the unmutated reference: "
+                  + ", ".join(f"`{t}`" for t in report["left_out_tests"]) + "."]
     left = [o for o in report["outcomes"] if o["verdict"] in ("survived", "uncovered")]
     lines += ["", f"## Surviving mutants ({len(left)})", ""]
     for o in left:

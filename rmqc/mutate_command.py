@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def mutate(args: argparse.Namespace) -> int:
     from mutation import report
-    from mutation.runner import Runner, jobs_for, module_paths
+    from mutation.runner import BaselineError, Runner, jobs_for, module_paths
 
     areas = [a.strip() for a in args.areas.split(",") if a.strip()]
     paths = module_paths(areas)
@@ -54,11 +54,14 @@ def mutate(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < len(jobs):
         jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
     runner = Runner(args.timeout)
-    baseline = runner.baseline(jobs)
-    if baseline:
-        print(f"rmqc mutate: error: the suites fail against the unmutated reference, so no mutant can be judged: "
-              f"{baseline}", file=sys.stderr)
+    try:
+        left_out = runner.baseline(jobs)
+    except BaselineError as exc:
+        print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
+    if left_out:
+        print(f"rmqc mutate: {len(left_out)} suite tests fail against the unmutated reference and are left out: "
+              f"{', '.join(left_out)}", file=sys.stderr)
     started = time.monotonic()
     deadline = started + args.seconds if args.seconds is not None else None
     counts = {"killed": 0, "survived": 0, "uncovered": 0}
@@ -75,7 +78,7 @@ def mutate(args: argparse.Namespace) -> int:
     outcomes, not_run = runner.run(jobs, args.jobs, deadline, progress)
     sys.stderr.write("\n")
     report.mark_equivalents(outcomes, equivalents)
-    result = report.as_json(outcomes, time.monotonic() - started, args.jobs, len(not_run))
+    result = report.as_json(outcomes, time.monotonic() - started, args.jobs, len(not_run), left_out)
     report.write(args.out, result)
     score = result["score"]
     print(f"rmqc mutate: score {'n/a' if score is None else f'{100 * score:.1f} %'} over {result['mutants']} "

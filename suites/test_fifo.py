@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from history.profiles import BROKER_PROFILES
+from history.values import ListenerOutcome
 from suites import strategies
 from suites.checks import require
 from suites.harness import run_checked
@@ -52,3 +53,41 @@ def test_catalog_group_routing_through_the_target(make_target, profile, group, q
     result = target.producer().send("T", b"x", key=group, message_group=group)
     require(result.queue_id == want, "FIFO-01" if profile == "grpc-5.x" else "FIFO-03",
             f"{group} on {queues} queues went to {result.queue_id}, the catalog says {want}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("FIFO-06", "RETRY-5X-08")
+@pytest.mark.parametrize("sdk", ["java", "python"])
+def test_a_fifo_message_redelivered_by_the_server_is_counted_by_the_broker_and_then_by_the_sdk(target, sdk):
+    """A simple consumer of a FIFO group takes ``a`` and lets its invisible time run out: ``b`` behind it in
+    the same message group is not handed out meanwhile, and ``a`` comes back as delivery attempt 2 (the
+    broker's consumed count, FIFO-06). A push consumer of the group then fails ``a`` every time: Java numbers
+    its local attempts on from the server's attempt (2, 3, 4), Python from 1 (1, 2, 3, 4); with 3 retries
+    (4 attempts) ``a`` then goes to ``%DLQ%G`` (RETRY-5X-08)."""
+    target.require("consumer.simple5x", "consumer.push5x.fifo", f"sdk.{sdk}")
+    target.create_topic("T", read_queues=1, write_queues=1, message_type="FIFO")
+    target.configure_group("G", fifo=True, retry_max_times=3)
+    simple = target.simple_consumer_5x("G", "T")
+    producer = target.producer()
+    producer.send("T", b"a", key="a", message_group="g")
+    producer.send("T", b"b", key="b", message_group="g")
+    first = simple.receive(1, invisible_ms=10_000)
+    require([(v.key, v.delivery_attempt) for v in first] == [("a", 1)], "FIFO-06", f"first receive {first}")
+    target.advance(3000)
+    held = simple.receive(16, invisible_ms=10_000)
+    require(held == [], "FIFO-06", f"{[v.key for v in held]} handed out while 'a' of the same group is in flight")
+    target.advance(8000)
+    again = simple.receive(1, invisible_ms=10_000)
+    require([(v.key, v.delivery_attempt) for v in again] == [("a", 2)], "FIFO-06",
+            f"after its invisible time 'a' comes back as attempt 2; got {[(v.key, v.delivery_attempt) for v in again]}")
+    target.advance(11_000)
+    seen: list[str] = []
+    target.push_consumer_5x("G", "T", lambda v: (seen.append(v.key or ""),
+                                                 ListenerOutcome.RECONSUME_LATER if v.key == "a"
+                                                 else ListenerOutcome.SUCCESS)[1], sdk=sdk)
+    target.settle()
+    want = 4 - 3 + 1 if sdk == "java" else 4  # attempts 3 and 4 (the server's 3rd), or 1 to 4
+    require(seen.count("a") == want, "RETRY-5X-08",
+            f"the {sdk} consumer ran 'a' {seen.count('a')} times after the server's attempt 3; the spec says {want}")
+    require([e.key for e in target.events() if e.kind == "DLQ"] == ["a"] and "b" in seen, "RETRY-5X-08",
+            f"'a' to the DLQ and 'b' consumed after it; deliveries {seen}")

@@ -5,7 +5,8 @@ wrong; the unbroken reference driver passes the same selections.
 
 The classes are those of issue 22: where retried and dead-lettered copies are stored, the properties they
 carry, identity across retries, receipt handles, what a listener sees on a redelivery, consumer modes that
-never send back, rounding at the timer's edges."""
+never send back, rounding at the timer's edges, FIFO bookkeeping (the broker's consumed counts, the SDK's
+local attempts)."""
 from __future__ import annotations
 
 import json
@@ -34,6 +35,10 @@ BREAKS = {  # name -> (profile, -k selection, the spec tag, words of the failing
                            "an ack of an expired handle must be INVALID_RECEIPT_HANDLE"),
     "broadcast-sends-back": (REMOTING_4X, "test_a_broadcasting_consumer_sends_nothing_back", "[RETRY-CONC-02]",
                              "a broadcasting consumer's failures left"),
+    "python-fifo-counts-from-server-attempt": (GRPC_5X, "test_a_fifo_message_redelivered_by_the_server",
+                                              "[RETRY-5X-08]", "the python consumer ran 'a' 2 times"),
+    "fifo-consumed-count-kept": (GRPC_5X, "test_a_fifo_message_redelivered_by_the_server", "[FIFO-06]",
+                                 "comes back as attempt 2; got [('a', 1)]"),
     "timer-exact-tick-floored": (GRPC_5X, "test_timed_message_on_a_tick_edge", "[DELAY-08]", "the spec says once at"),
 }
 
