@@ -41,6 +41,19 @@ class Recorder:
             return [v for v in self.views if v.key == key]
 
 
+def _consume_4x(target, failures: list[int], **options) -> tuple[dict[str, int], Recorder]:
+    """A one-queue topic, a 4.x push consumer of ``GROUP`` failing message ``m<i>`` ``failures[i]`` times, and
+    the messages sent, each with the body ``body of m<i>``."""
+    target.create_topic(TOPIC, read_queues=1, write_queues=1)
+    keys = {f"m{i}": f for i, f in enumerate(failures)}
+    listener = Recorder(keys)
+    target.push_consumer_4x(GROUP, TOPIC, listener, **options)
+    producer = target.producer()
+    for key in keys:
+        producer.send(TOPIC, f"body of {key}".encode(), key=key)
+    return keys, listener
+
+
 def _by_key(views: list[MessageView]) -> dict[str, list[MessageView]]:
     out: dict[str, list[MessageView]] = {}
     for view in views:
@@ -67,13 +80,7 @@ def test_4x_retry_and_dead_letter_copies_are_stored_as_the_spec_says(make_target
     most, failures = script
     target = make_target()
     target.require("consumer.push4x.concurrent", "observe.stored")
-    target.create_topic(TOPIC, read_queues=1, write_queues=1)
-    keys = {f"m{i}": f for i, f in enumerate(failures)}
-    listener = Recorder(keys)
-    target.push_consumer_4x(GROUP, TOPIC, listener, max_reconsume_times=most)
-    producer = target.producer()
-    for key in keys:
-        producer.send(TOPIC, f"body of {key}".encode(), key=key)
+    keys, listener = _consume_4x(target, failures, max_reconsume_times=most)
     target.require_duration(sum(10_000 * 6 ** i for i in range(most)) + 60_000)
     target.settle()
     retried = _by_key(target.read_stored(RETRY_4X))
@@ -205,13 +212,7 @@ def test_a_broadcasting_consumer_sends_nothing_back(make_target, failures: list[
     its listener fails, nothing reaches ``%RETRY%G`` or ``%DLQ%G``, and each message is delivered once."""
     target = make_target()
     target.require("consumer.push4x.broadcast", "observe.stored")
-    target.create_topic(TOPIC, read_queues=1, write_queues=1)
-    keys = {f"m{i}": f for i, f in enumerate(failures)}
-    listener = Recorder(keys)
-    target.push_consumer_4x(GROUP, TOPIC, listener, broadcasting=True)
-    producer = target.producer()
-    for key in keys:
-        producer.send(TOPIC, b"x", key=key)
+    keys, listener = _consume_4x(target, failures, broadcasting=True)
     target.require_duration(60_000)
     target.settle(60_000)
     for topic in (RETRY_4X, DLQ):
