@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import os
 import re
 import shutil
@@ -103,6 +104,8 @@ class Scratch:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="rmqc-mutant-"))
         shutil.copytree(PACKAGE, self.dir / "reference_impl", ignore=shutil.ignore_patterns("__pycache__"))
+        self.checkout = Zygote(preload_reference=True)   # the target channel: harness and oracle of the checkout
+        self.bare = Zygote(preload_reference=False)      # the vectors channel: the rules imported from here
 
     def write(self, job: Job) -> None:
         source = (PACKAGE / job.path).read_text()
@@ -111,10 +114,9 @@ class Scratch:
     def restore(self, job: Job) -> None:
         shutil.copyfile(PACKAGE / job.path, self.dir / "reference_impl" / job.path)
 
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": f"{self.dir}{os.pathsep}{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
-
     def remove(self) -> None:
+        self.checkout.close()
+        self.bare.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -125,16 +127,37 @@ class BaselineError(RuntimeError):
 FAILED_TEST = re.compile(r"^FAILED \S+?::(test_\w+)", re.M)
 
 
-def _pytest(files: list[str], kw: str, extra: list[str], env: dict[str, str], cwd: Path,
-            timeout_s: float, stop_at_first: bool = True) -> tuple[int | None, str]:
-    argv = [sys.executable, "-m", "pytest", *files, "-q", *(["-x"] if stop_at_first else []), "-p",
-            "rocketmq_conformance", "-p", "no:cacheprovider",
+def _argv(files: list[str], kw: str, extra: list[str], stop_at_first: bool = True) -> list[str]:
+    return [*files, "-q", *(["-x"] if stop_at_first else []), "-p", "rocketmq_conformance", "-p", "no:cacheprovider",
             "--rootdir", str(SUITES), "--rmq-hypothesis-profile", "mutation", *(["-k", kw] if kw else []), *extra]
-    try:
-        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return None, ""
-    return done.returncode, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+class Zygote:
+    """A warm pytest process of one worker (``mutation.zygote``): each run is a fork of it."""
+
+    def __init__(self, preload_reference: bool) -> None:
+        self.preload_reference = preload_reference
+        self.process: subprocess.Popen[str] | None = None
+
+    def run(self, argv: list[str], cwd: Path, path: list[str], timeout_s: float) -> tuple[int | None, str]:
+        if self.process is None or self.process.poll() is not None:
+            flags = ["--preload-reference"] if self.preload_reference else []
+            self.process = subprocess.Popen([sys.executable, "-m", "mutation.zygote", *flags], cwd=ROOT, text=True,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path, "timeout_s": timeout_s}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("the mutation zygote exited; run again, or with --jobs 1 to see why")
+        data = json.loads(answer)
+        return data["code"], data["output"]
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()  # type: ignore[union-attr]
+            self.process.wait(10)
 
 
 class Runner:
@@ -181,9 +204,10 @@ class Runner:
     def _run(self, channel: str, tests: list[SuiteTest], scratch: Scratch) -> tuple[int | None, str]:
         files = sorted({str(SUITES / t.file) for t in tests})
         if channel == "vectors":  # the rules imported from the scratch copy: its directory is the first on the path
-            return _pytest(files, "", ["--import-mode=append"], scratch.env(), scratch.dir, self.timeout_s)
-        return _pytest(files, keyword(tests), ["--rmq-target", self._driver(scratch)], dict(os.environ), ROOT,
-                       self.timeout_s)
+            return scratch.bare.run(_argv(files, "", ["--import-mode=append"]), scratch.dir, [str(scratch.dir)],
+                                    self.timeout_s)
+        return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch)]), ROOT, [],
+                                    self.timeout_s)
 
     @staticmethod
     def _driver(scratch: Scratch) -> str:
@@ -207,8 +231,9 @@ class Runner:
             failing: list[str] = []
             if chosen:
                 files = sorted({str(SUITES / t.file) for t in chosen})
-                code, output = _pytest(files, keyword(chosen), ["--rmq-target", self._driver(scratch)],
-                                       dict(os.environ), ROOT, self.timeout_s * 4, stop_at_first=False)
+                code, output = scratch.checkout.run(
+                    _argv(files, keyword(chosen), ["--rmq-target", self._driver(scratch)], stop_at_first=False),
+                    ROOT, [], self.timeout_s * 4)
                 if code is None:
                     raise BaselineError("the suites did not finish against the unmutated reference in "
                                         f"{self.timeout_s * 4:.0f} s")
