@@ -31,8 +31,9 @@ def _scope_ids(source_lines: list[str], node: ast.AST) -> set[str]:
 
 
 def spec_ids_at(source: str, line: int) -> set[str]:
-    """The spec IDs that speak for ``line``: the innermost enclosing function or class citing any, else the
-    module docstring's; empty when nothing is cited."""
+    """The spec IDs that speak for ``line``: the innermost enclosing function citing any; for a method that
+    cites none, for ``__init__`` and for a class body, every ID its class cites (the state it sets up serves
+    them all); else the module docstring's; empty when nothing is cited."""
     tree = ast.parse(source)
     lines = source.splitlines()
     chain: list[ast.AST] = []
@@ -46,10 +47,28 @@ def spec_ids_at(source: str, line: int) -> set[str]:
         chain.append(inner)
         node = inner
     for scope in reversed(chain):
+        if isinstance(scope, ast.ClassDef):
+            break  # a method citing nothing (``__init__``, a helper) serves the whole class
+        if scope.name in ("__init__", "__post_init__"):  # type: ignore[attr-defined]
+            break
         ids = _scope_ids(lines, scope)
         if ids:
             return ids
+    classes = [scope for scope in chain if isinstance(scope, ast.ClassDef)]
+    if classes:
+        ids = _class_ids(lines, classes[-1])
+        if ids:
+            return ids
     return _ids(ast.get_docstring(tree))
+
+
+def _class_ids(source_lines: list[str], node: ast.ClassDef) -> set[str]:
+    """Every ID a class cites anywhere: its docstring, its methods' docstrings, its comments."""
+    ids = _scope_ids(source_lines, node)
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            ids |= _ids(ast.get_docstring(inner))
+    return ids
 
 
 @dataclass(frozen=True)
