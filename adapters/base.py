@@ -163,7 +163,7 @@ class Target(abc.ABC):
         return []
 
     def read_stored(self, topic: str) -> list[MessageView]:
-        """Every message ``topic`` stores so far, in queue and offset order, read from the start by an ordinary
+        """Every message ``topic`` stores so far (in no promised order), read from the start by an ordinary
         consumer of a group of its own: what a user sees who subscribes to ``%RETRY%<group>`` or
         ``%DLQ%<group>`` (RETRY-CONC-05). Not the owner group, so a retry copy shows its stored topic, not the
         topic RETRY_TOPIC names (RETRY-CONC-09). ``properties`` holds the system properties only where

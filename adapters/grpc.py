@@ -328,9 +328,10 @@ class GrpcTarget(Target):
             reader.shutdown()
         if self.admin is None:
             return views
-        pulled = {_client_id(m): m for m in self.admin.read_topic(real, group)}
-        return [dataclasses.replace(v, properties={**pulled[v.msg_id].properties, **v.properties})
-                if v.msg_id in pulled else v for v in views]
+        # copies of one message (its retries) share an id: a copy is told apart by its reconsume times too
+        pulled = {(_client_id(m), m.reconsume_times): m for m in self.admin.read_topic(real, group)}
+        return [dataclasses.replace(v, properties={**pulled[(v.msg_id, v.reconsume_times)].properties, **v.properties})
+                if (v.msg_id, v.reconsume_times) in pulled else v for v in views]
 
     # ---- admin --------------------------------------------------------------------------------
 
