@@ -140,19 +140,29 @@ class Zygote:
         self.process: subprocess.Popen[str] | None = None
 
     def run(self, argv: list[str], cwd: Path, path: list[str], timeout_s: float) -> tuple[int | None, str]:
+        """One pytest run forked from the warm process; a zygote that died is started again, once."""
+        for _ in range(2):
+            answer = self._ask(argv, cwd, path, timeout_s)
+            if answer:
+                data = json.loads(answer)
+                return data["code"], data["output"]
+            self.process = None
+        raise RuntimeError("the mutation zygote exited twice in a row; run with --jobs 1 to see why")
+
+    def _ask(self, argv: list[str], cwd: Path, path: list[str], timeout_s: float) -> str:
         if self.process is None or self.process.poll() is not None:
             flags = ["--preload-reference"] if self.preload_reference else []
             self.process = subprocess.Popen([sys.executable, "-m", "mutation.zygote", *flags], cwd=ROOT, text=True,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path, "timeout_s": timeout_s}) + "\n")
-        self.process.stdin.flush()
-        answer = self.process.stdout.readline()
-        if not answer:
-            raise RuntimeError("the mutation zygote exited; run again, or with --jobs 1 to see why")
-        data = json.loads(answer)
-        return data["code"], data["output"]
+        try:
+            self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path,
+                                                 "timeout_s": timeout_s}) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return ""
+        return self.process.stdout.readline()
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
