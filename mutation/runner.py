@@ -154,7 +154,8 @@ class Zygote:
             flags = ["--preload-reference"] if self.preload_reference else []
             self.process = subprocess.Popen([sys.executable, "-m", "mutation.zygote", *flags], cwd=ROOT, text=True,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                                            start_new_session=True)  # a terminal's Ctrl-C is for rmqc mutate alone
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path,
@@ -179,6 +180,8 @@ class Runner:
         self.vector_tests = [t for t in self.tests if t.file in VECTOR_SUITES]
         self._spec_cache: dict[tuple[str, int], set[str]] = {}
         self._lock = threading.Lock()
+        self.stopping = threading.Event()
+        """Set (by Ctrl-C in ``rmqc mutate``): the mutants being judged finish, no new one starts."""
 
     def selected(self, job: Job) -> list[SuiteTest]:
         key = (job.path, job.mutant.line)
@@ -273,7 +276,7 @@ class Runner:
                         if not pending:
                             return
                         job = pending.pop(0)
-                        if deadline is not None and time.monotonic() >= deadline:
+                        if self.stopping.is_set() or (deadline is not None and time.monotonic() >= deadline):
                             skipped.append(job)
                             continue
                     outcome = self.judge(job, scratch)

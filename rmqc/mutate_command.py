@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser.add_argument("--max", type=int, default=None, metavar="N",
                         help="judge N mutants drawn evenly at random (--seed) instead of all")
     parser.add_argument("--seconds", type=float, default=None, help="start no mutant after this many seconds; "
-                        "the ones left are counted as not run")
+                        "the ones left are counted as not run (Ctrl-C does the same at once)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants judged at once (default 2, one per core)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds a suite run of one mutant may take; "
                         "longer counts as killed (default 180)")
@@ -75,7 +76,15 @@ def mutate(args: argparse.Namespace) -> int:
                          f"{elapsed / done * args.jobs:.1f} s a mutant, {left / 60:.0f} min left   ")
         sys.stderr.flush()
 
-    outcomes, not_run = runner.run(jobs, args.jobs, deadline, progress)
+    def stop(*_: object) -> None:  # Ctrl-C or SIGTERM: finish the mutants in hand, report what was judged
+        runner.stopping.set()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        outcomes, not_run = runner.run(jobs, args.jobs, deadline, progress)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     sys.stderr.write("\n")
     report.mark_equivalents(outcomes, equivalents)
     result = report.as_json(outcomes, time.monotonic() - started, args.jobs, len(not_run), left_out)
