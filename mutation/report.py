@@ -3,7 +3,7 @@ mutants as the hand-kept file says (``mutation/equivalent.yaml``). Pure: outcome
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -79,8 +79,7 @@ def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int,
         "score": total.score, "mutants": total.mutants, "killed": total.killed, "survived": total.survived,
         "uncovered": total.uncovered, "equivalent": total.equivalent, "not_run": not_run,
         "wall_s": round(wall_s, 1), "workers": workers, "left_out_tests": list(left_out),
-        "areas": [{"area": a.area, "mutants": a.mutants, "killed": a.killed, "survived": a.survived,
-                   "uncovered": a.uncovered, "equivalent": a.equivalent, "score": a.score} for a in areas],
+        "areas": [{**asdict(a), "score": a.score} for a in areas],
         "outcomes": [{"mutant": o.job.key, "area": o.job.area, "operator": o.job.mutant.operator,
                       "line": o.job.mutant.line, "verdict": o.verdict, "killed_by": o.killed_by,
                       "tests": o.tests, "seconds": round(o.seconds, 2), "reason": o.reason, "diff": o.diff}

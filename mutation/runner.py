@@ -1,6 +1,6 @@
 """Runs mutants: each one written into a scratch copy of ``reference_impl`` and judged by the unmodified suites.
 
-Two ways a suite can see a mutant (``Channel``):
+Two ways a suite can see a mutant, the two channels:
 
 - ``target``: the mutant is served as a driver target (``drivers/reference_driver.py`` with the scratch copy
   first on its ``PYTHONPATH``); the suites, their oracle and the reference they compare with run from the
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .operators import Mutant, apply
+from .operators import Mutant, apply, mutants
 from .selection import SuiteTest, keyword, selection, spec_ids_at, suite_tests
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ class Job:
 
     @property
     def area(self) -> str:
-        return self.path.removesuffix(".py").replace("/", ".")
+        return area_of(self.path)
 
     @property
     def key(self) -> str:
@@ -70,9 +70,12 @@ class Outcome:
     output: str = field(default="", repr=False)
 
 
-def jobs_for(paths: Iterable[str]) -> list[Job]:
-    from .operators import mutants
+def area_of(path: str) -> str:
+    """``rules/retry4x.py`` -> ``rules.retry4x``."""
+    return path.removesuffix(".py").replace("/", ".")
 
+
+def jobs_for(paths: Iterable[str]) -> list[Job]:
     out = []
     for path in paths:
         out.extend(Job(path, m) for m in mutants((PACKAGE / path).read_text()))
@@ -82,11 +85,11 @@ def jobs_for(paths: Iterable[str]) -> list[Job]:
 def module_paths(areas: list[str] | None = None) -> list[str]:
     """The modules of the rules and the model, or those whose area (``rules.retry4x``) starts with one of
     ``areas``."""
-    paths = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.glob("rules/*.py")) + sorted(PACKAGE.glob("model/*.py"))
-             if p.name != "__init__.py"]
+    modules = sorted(PACKAGE.glob("rules/*.py")) + sorted(PACKAGE.glob("model/*.py"))
+    paths = [str(p.relative_to(PACKAGE)) for p in modules if p.name != "__init__.py"]
     if not areas:
         return paths
-    return [p for p in paths if any(p.removesuffix(".py").replace("/", ".").startswith(a) for a in areas)]
+    return [p for p in paths if any(area_of(p).startswith(a) for a in areas)]
 
 
 def unified_diff(job: Job) -> str:
@@ -191,9 +194,13 @@ class Runner:
             ids = self._spec_cache[key]
         return selection(self.tests, ids)
 
+    def target_tests(self, job: Job) -> list[SuiteTest]:
+        """The tests that judge ``job`` through the driver target (the vector suites are the other channel)."""
+        return [t for t in self.selected(job) if t.file not in VECTOR_SUITES]
+
     def judge(self, job: Job, scratch: Scratch) -> Outcome:
         started = time.monotonic()
-        chosen = [t for t in self.selected(job) if t.file not in VECTOR_SUITES]
+        chosen = self.target_tests(job)
         # every vector of the spec is cheap (a second or two): a rule's mutant meets all of them, whatever the
         # IDs its code cites (a vector's behaviour is marked at run time, not in the source)
         vector_tests = self.vector_tests if job.path.startswith("rules/") else []
@@ -214,13 +221,15 @@ class Runner:
         return Outcome(job, verdict, by, time.monotonic() - started, len(chosen) + len(vector_tests),
                        diff="" if verdict == "killed" else unified_diff(job), output=output)
 
-    def _run(self, channel: str, tests: list[SuiteTest], scratch: Scratch) -> tuple[int | None, str]:
+    def _run(self, channel: str, tests: list[SuiteTest], scratch: Scratch, stop_at_first: bool = True,
+             timeout_s: float | None = None) -> tuple[int | None, str]:
         files = sorted({str(SUITES / t.file) for t in tests})
+        timeout_s = timeout_s or self.timeout_s
         if channel == "vectors":  # the rules imported from the scratch copy: its directory is the first on the path
-            return scratch.bare.run(_argv(files, "", ["--import-mode=append"]), scratch.dir, [str(scratch.dir)],
-                                    self.timeout_s)
-        return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch)]), ROOT, [],
-                                    self.timeout_s)
+            return scratch.bare.run(_argv(files, "", ["--import-mode=append"], stop_at_first), scratch.dir,
+                                    [str(scratch.dir)], timeout_s)
+        return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch)],
+                                          stop_at_first), ROOT, [], timeout_s)
 
     @staticmethod
     def _driver(scratch: Scratch) -> str:
@@ -232,7 +241,7 @@ class Runner:
         """Run every test the jobs would meet against the unmutated copy (no ``-x``) and leave out the ones
         that fail there, returned by name: a test that fails unmutated would count every mutant as killed.
         The vector suites must pass whole (``BaselineError`` otherwise)."""
-        chosen = sorted({t for job in jobs for t in self.selected(job)}, key=lambda t: t.name)
+        chosen = sorted({t for job in jobs for t in self.target_tests(job)}, key=lambda t: t.name)
         rules = any(job.path.startswith("rules/") for job in jobs)
         scratch = Scratch()
         try:
@@ -243,10 +252,7 @@ class Runner:
                                         f"{output[-1500:]}")
             failing: list[str] = []
             if chosen:
-                files = sorted({str(SUITES / t.file) for t in chosen})
-                code, output = scratch.checkout.run(
-                    _argv(files, keyword(chosen), ["--rmq-target", self._driver(scratch)], stop_at_first=False),
-                    ROOT, [], self.timeout_s * 4)
+                code, output = self._run("target", chosen, scratch, stop_at_first=False, timeout_s=self.timeout_s * 4)
                 if code is None:
                     raise BaselineError("the suites did not finish against the unmutated reference in "
                                         f"{self.timeout_s * 4:.0f} s")
@@ -280,11 +286,10 @@ class Runner:
                             skipped.append(job)
                             continue
                     outcome = self.judge(job, scratch)
-                    with lock:
+                    with lock:  # one progress call at a time: its counts and its line stay whole
                         outcomes.append(outcome)
-                        done = len(outcomes)
-                    if progress is not None:
-                        progress(done, len(jobs), outcome)
+                        if progress is not None:
+                            progress(len(outcomes), len(jobs), outcome)
             finally:
                 scratch.remove()
 
