@@ -272,22 +272,27 @@ class GrpcTarget(Target):
     def _dlq_reader(self, group: str) -> Any | None:
         if group in self._dlq_readers:
             return self._dlq_readers[group]
-        topic = f"%DLQ%{self.real(group)}"
-        reader_group = f"rmqc-dlq-{self.names.tag}"
-        # a dead letter carries its reconsume times: a reader with the default 16 retries would
-        # dead-letter it again on the first pop
+        reader = self._reader(f"rmqc-dlq-{self.names.tag}", f"%DLQ%{self.real(group)}")
+        if reader is not None:
+            self._clients.append(reader)
+            self._dlq_readers[group] = reader
+        return reader
+
+    def _reader(self, reader_group: str, real_topic: str) -> Any | None:
+        """A started SDK simple consumer of ``reader_group`` on ``real_topic``, or None when the topic has no
+        route yet (nothing written to it). A message read there may carry many reconsume times (a dead
+        letter): the group is given 10,000 retries where a name server takes set-up, so that a pop does not
+        dead-letter it again."""
         if self.admin is not None:
             self._remoting_admin(f"configure group {reader_group}",
                                  lambda a: a.create_group(reader_group, 10_000, False, None))
         try:
-            reader = self.sdk.SimpleConsumer(self._config, reader_group, {topic: self.sdk.FilterExpression()},
+            reader = self.sdk.SimpleConsumer(self._config, reader_group, {real_topic: self.sdk.FilterExpression()},
                                              await_duration=1)
             reader.startup()
         except Exception as exc:
-            log.info("no DLQ reader for %s yet: %s", topic, exc)
+            log.info("no reader for %s yet: %s", real_topic, exc)
             return None
-        self._clients.append(reader)
-        self._dlq_readers[group] = reader
         return reader
 
     # ---- stored state (observe.stored, observe.properties) -------------------------------------
@@ -300,14 +305,8 @@ class GrpcTarget(Target):
         real = self.real(topic)
         with self._lock:
             group = f"rmqc-read-{self.names.tag}-{next(self._reader_numbers)}"
-        if self.admin is not None:  # a dead letter carries its reconsume times: no re-dead-lettering on a pop
-            self._remoting_admin(f"configure group {group}", lambda a: a.create_group(group, 10_000, False, None))
-        try:
-            reader = self.sdk.SimpleConsumer(self._config, group, {real: self.sdk.FilterExpression()},
-                                             await_duration=1)
-            reader.startup()
-        except Exception as exc:  # no route: a topic never written stores nothing
-            log.info("nothing to read in %s: %s", real, exc)
+        reader = self._reader(group, real)
+        if reader is None:  # a topic never written stores nothing
             return []
         views: list[MessageView] = []
         try:
