@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from history.values import ListenerOutcome
 from history.views import MessageView
 from suites.checks import require
+from suites.scenario import MessagePlan, ScriptedListener
 
 GROUP, TOPIC = "G", "T"
 RETRY_4X = "%RETRY%" + GROUP          # MixAll.getRetryTopic (RETRY-CONC-05): spelled out, not taken from a rule
@@ -24,17 +25,18 @@ POP_RETRY_V1 = f"%RETRY%{GROUP}_{TOPIC}"  # a 5.x pop retry topic, v1 naming (RE
 
 
 class Recorder:
-    """A listener that fails each message a scripted number of times and keeps every view it was given."""
+    """The suites' scripted listener (each message fails its first ``failures`` deliveries with
+    RECONSUME_LATER), keeping every view it was given."""
 
     def __init__(self, failures: dict[str, int]) -> None:
-        self.failures, self.views, self._lock = failures, [], threading.Lock()
+        self.script = ScriptedListener(MessagePlan(key, f) for key, f in failures.items())
+        self.views: list[MessageView] = []
+        self._lock = threading.Lock()
 
     def __call__(self, view: MessageView) -> ListenerOutcome:
-        with self._lock:
+        with self._lock:  # a wall-clock target's consumers call from several threads
             self.views.append(view)
-            seen = sum(1 for v in self.views if v.key == view.key)
-        return ListenerOutcome.RECONSUME_LATER if seen <= self.failures.get(view.key or "", 0) else \
-            ListenerOutcome.SUCCESS
+            return self.script(view)
 
     def of(self, key: str) -> list[MessageView]:
         with self._lock:
