@@ -37,8 +37,10 @@ class Tolerance:
         return self.late_max_ms - self.late_min_ms
 
 
-WALL_JITTER_MS = 40
-"""Scheduling noise of a wall-clock target on this kind of machine (gRPC round trips, thread hand-offs)."""
+WALL_JITTER_MS = 100
+"""Scheduling noise of a wall-clock target on this kind of machine (gRPC round trips, thread hand-offs, a
+busy second core): CI on 2 cores has seen one 5.x redelivery 66 ms late beside a loaded test run, so
+40 ms was too tight."""
 
 
 def redelivery_lateness(release: str, wall_clock: bool) -> tuple[int, int]:
