@@ -15,7 +15,8 @@ EQUIVALENT_FILE = Path(__file__).resolve().parent / "equivalent.yaml"
 
 
 class EquivalentFileError(ValueError):
-    """The equivalents file is malformed: the message names the file, the entry and what is wrong."""
+    """The equivalents file (or an earlier report given to ``--again``) is malformed: the message names the
+    file, the entry and what is wrong."""
 
 
 def load_equivalents(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
@@ -33,6 +34,17 @@ def load_equivalents(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
                                       f"and 'reason' (why no test can tell it from the reference): {entry!r}")
         out[str(entry["mutant"])] = str(entry["reason"]).strip()
     return out
+
+
+def not_killed(jobs: list[Any], earlier: Path) -> list[Any]:
+    """The jobs an earlier run's ``mutation.json`` did not count killed: its survivors and uncovered or
+    equivalent mutants, and every mutant it does not know (a mutant's key carries its place in the module's
+    syntax tree, so an edited module's mutants are all new)."""
+    try:
+        verdicts = {o["mutant"]: o["verdict"] for o in json.loads(earlier.read_text())["outcomes"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EquivalentFileError(f"{earlier}: not a mutation.json written by rmqc mutate: {exc}") from None
+    return [job for job in jobs if verdicts.get(job.key) != "killed"]
 
 
 def mark_equivalents(outcomes: list[Outcome], equivalents: dict[str, str]) -> None:

@@ -5,8 +5,8 @@ Two ways a suite can see a mutant, the two channels:
 - ``target``: the mutant is served as a driver target (``drivers/reference_driver.py`` with the scratch copy
   first on its ``PYTHONPATH``); the suites, their oracle and the reference they compare with run from the
   checkout and judge it as any vendor's implementation;
-- ``vectors``: the rule-vector suites (the spec's vectors as data, run against the rule functions, which
-  have no protocol surface) import the mutated rules themselves.
+- ``vectors``: the suites of the reference's own rules (marked ``reference_rule``: the spec's vectors as data,
+  the rules stated again from the Java, the JVM and Guava oracles) import the mutated rules themselves.
 
 A mutant is killed when a channel's run fails or outlives its timeout; it survives when every channel
 that selects tests for it passes. Runs go on in ``jobs`` worker threads, each with a scratch copy of its own.
@@ -30,15 +30,21 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .operators import Mutant, apply, mutants
-from .selection import SuiteTest, keyword, selection, spec_ids_at, suite_tests
+from .selection import (
+    SuiteTest,
+    keyword,
+    rule_suites,
+    selection,
+    spec_ids_at,
+    suite_tests,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "reference_impl"
 SUITES = ROOT / "suites"
-VECTOR_SUITES = ("test_rule_vectors.py", "test_rule_vectors_in_code.py", "test_sql92_grammar.py")
-"""Suites that call the rule functions in their own process: the ``vectors`` channel."""
-EXCLUDED_SUITES = ("test_java_rules.py",)
-"""Compiles and runs Java next to the rules: minutes a mutant, and it judges the Java, not the mutant."""
+EVERY_RULE_MUTANT = ("test_rule_vectors.py", "test_rule_vectors_in_code.py", "test_sql92_grammar.py")
+"""Rule suites every rule mutant meets, whatever IDs its code cites: a vector's behaviour is marked at run
+time, not in the source, and all of them take a second or two. The other rule suites are chosen by ID."""
 DEFAULT_TIMEOUT_S = 180.0
 
 
@@ -179,8 +185,9 @@ class Runner:
 
     def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
-        self.tests = [t for t in suite_tests(SUITES) if t.file not in EXCLUDED_SUITES]
-        self.vector_tests = [t for t in self.tests if t.file in VECTOR_SUITES]
+        self.tests = suite_tests(SUITES)
+        self.rule_files = rule_suites(SUITES)
+        self.vector_tests = [t for t in self.tests if t.file in self.rule_files]
         self._spec_cache: dict[tuple[str, int], set[str]] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -195,15 +202,21 @@ class Runner:
         return selection(self.tests, ids)
 
     def target_tests(self, job: Job) -> list[SuiteTest]:
-        """The tests that judge ``job`` through the driver target (the vector suites are the other channel)."""
-        return [t for t in self.selected(job) if t.file not in VECTOR_SUITES]
+        """The tests that judge ``job`` through the driver target (the rule suites are the other channel)."""
+        return [t for t in self.selected(job) if t.file not in self.rule_files]
+
+    def rule_tests(self, job: Job) -> list[SuiteTest]:
+        """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those
+        of the other rule suites marked with the IDs its code cites; none for the model's mutants."""
+        if not job.path.startswith("rules/"):
+            return []
+        chosen = set(self.selected(job))
+        return [t for t in self.vector_tests if t.file in EVERY_RULE_MUTANT or t in chosen]
 
     def judge(self, job: Job, scratch: Scratch) -> Outcome:
         started = time.monotonic()
         chosen = self.target_tests(job)
-        # every vector of the spec is cheap (a second or two): a rule's mutant meets all of them, whatever the
-        # IDs its code cites (a vector's behaviour is marked at run time, not in the source)
-        vector_tests = self.vector_tests if job.path.startswith("rules/") else []
+        vector_tests = self.rule_tests(job)
         scratch.write(job)
         try:
             verdict, by, output = "uncovered", "", ""

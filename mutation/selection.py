@@ -95,6 +95,19 @@ def suite_tests(suites_dir: Path) -> list[SuiteTest]:
     return out
 
 
+def rule_suites(suites_dir: Path) -> set[str]:
+    """The suite files whose every test checks the reference's own rules (``pytestmark =
+    pytest.mark.reference_rule``): they import the rule functions, so only a mutant imported in their own
+    process can meet them."""
+    out = set()
+    for path in sorted(suites_dir.glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if (isinstance(node, ast.Assign) and any(ast.unparse(t) == "pytestmark" for t in node.targets)
+                    and "reference_rule" in ast.unparse(node.value)):
+                out.add(path.name)
+    return out
+
+
 def selection(tests: list[SuiteTest], spec_ids: set[str]) -> list[SuiteTest]:
     """The tests marked with any of ``spec_ids``; every marked test when ``spec_ids`` is empty."""
     if not spec_ids:

@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         help="the hand-kept file of equivalent mutants (default mutation/equivalent.yaml)")
     parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
                         help="exit 1 when the score is below this")
+    parser.add_argument("--again", type=Path, default=None, metavar="REPORT",
+                        help="judge again only what an earlier run's mutation.json did not count killed; a module "
+                        "whose mutants no longer match that report (its source changed) is judged whole")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     parser.set_defaults(handler=mutate)
 
@@ -52,6 +55,12 @@ def mutate(args: argparse.Namespace) -> int:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
     jobs = jobs_for(paths)
+    if args.again is not None:
+        try:
+            jobs = report.not_killed(jobs, args.again)
+        except report.EquivalentFileError as exc:
+            print(f"rmqc mutate: error: {exc}", file=sys.stderr)
+            return 2
     if args.max is not None and args.max < len(jobs):
         jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
     runner = Runner(args.timeout)

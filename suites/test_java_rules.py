@@ -146,23 +146,32 @@ def java_string2bytes(text: str) -> bytes:
     return bytes(out)
 
 
-def java_decode(msg_id: str) -> tuple[str, int, int] | None:
-    """None where Java throws."""
+def java_decode(msg_id: str) -> tuple[str, int, int] | str:
+    """What ``decodeMessageId`` returns, or the name of what Java throws first: ``string2bytes`` gives null
+    for "" (NullPointerException); ``ByteBuffer.get`` and ``getInt`` underflow; ``new InetSocketAddress``
+    refuses the port before ``getLong`` reads the offset."""
     if msg_id == "":
-        return None
+        return "NullPointerException"
     raw = java_string2bytes(msg_id)
     size = 4 if len(msg_id.encode("utf-16-be", "surrogatepass")) == 64 else 16
-    if len(raw) < size + 12:
-        return None
-    port, offset = struct.unpack_from(">iq", raw, size)
+    if len(raw) < size + 4:
+        return "BufferUnderflowException"
+    (port,) = struct.unpack_from(">i", raw, size)
     if port < 0 or port > 65535:
-        return None
+        return "IllegalArgumentException"
+    if len(raw) < size + 12:
+        return "BufferUnderflowException"
+    (offset,) = struct.unpack_from(">q", raw, size + 4)
     address = ipaddress.ip_address(raw[:size])
     if address.version == 6 and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     text = str(address) if address.version == 4 else ":".join(
         f"{group:x}" for group in struct.unpack(">8H", address.packed))
     return text, port, offset
+
+
+JAVA_THROWS = {"NullPointerException": mid.NullIdError, "BufferUnderflowException": mid.BufferUnderflowError,
+               "IllegalArgumentException": mid.PortOutOfRangeError}
 
 
 hex_ids = st.text(alphabet=st.sampled_from(list("0123456789abcdefABCDEFxg-ß")), min_size=0, max_size=60)
@@ -176,10 +185,12 @@ hex_ids = st.text(alphabet=st.sampled_from(list("0123456789abcdefABCDEFxg-ß")),
 @example("7F00000100002A9F000000000000000")   # 31 characters: read as IPv6, too short
 @example("7F000001FFFFFFFF0000000000000000")   # port -1
 @example("7F00000100002A9F0000000000000000Z")  # 33 characters: IPv6, too short
+@example("0" * 32 + "00010000" + "0000")       # IPv6, port 65536, no room for the offset: the port is refused first
+@example("20010DB800000000000000000000000100002A9F00000000000000100A")  # IPv6, something after the offset
 def test_decode_message_id_is_javas(msg_id: str) -> None:
     want = java_decode(msg_id)
-    if want is None:
-        with pytest.raises(ValueError):
+    if isinstance(want, str):
+        with pytest.raises(JAVA_THROWS[want]):
             mid.decode_offset_msg_id(msg_id)
     else:
         assert mid.decode_offset_msg_id(msg_id) == want, msg_id

@@ -6,9 +6,11 @@ or Guava (Debian's libguava-java) the test is not applicable, and says why.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import struct
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,14 +26,29 @@ GUAVA = Path("/usr/share/java/guava.jar")
 SOURCE = Path(__file__).parent / "java" / "PrimitiveOracle.java"
 
 
+def compiled(name: str) -> Path:
+    """The classes of ``suites/java/<name>.java``, compiled once per version of its source: a folder in the
+    temporary directory named by the source's hash (a mutation run starts the oracle once a mutant)."""
+    source = SOURCE.with_name(f"{name}.java")
+    digest = hashlib.sha256(source.read_bytes() + str(GUAVA.stat().st_size).encode()).hexdigest()[:16]
+    classes = Path(tempfile.gettempdir()) / f"rmqc-jvm-oracle-{name}-{digest}"
+    if not (classes / f"{name}.class").exists():
+        building = Path(tempfile.mkdtemp(prefix=f"rmqc-jvm-oracle-{name}-"))
+        subprocess.run(["javac", "-cp", str(GUAVA), "-d", str(building), str(source)], check=True, timeout=120,
+                       capture_output=True)
+        try:
+            building.rename(classes)  # whole or not at all; a concurrent compile that won first is as good
+        except OSError:
+            shutil.rmtree(building, ignore_errors=True)
+    return classes
+
+
 class Jvm:
     """One oracle program (``suites/java/<name>.java``) compiled and running; a line in, a line out."""
 
-    def __init__(self, workdir: Path, name: str) -> None:
-        source = SOURCE.with_name(f"{name}.java")
-        subprocess.run(["javac", "-cp", str(GUAVA), "-d", str(workdir), str(source)], check=True, timeout=120,
-                       capture_output=True)
-        self.proc = subprocess.Popen(["java", "-Dfile.encoding=UTF-8", "-cp", f"{workdir}:{GUAVA}", name],
+    def __init__(self, name: str) -> None:
+        classes = compiled(name)
+        self.proc = subprocess.Popen(["java", "-Dfile.encoding=UTF-8", "-cp", f"{classes}:{GUAVA}", name],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def line(self, request: str) -> list[str]:
@@ -52,24 +69,24 @@ class Jvm:
         self.proc.wait(timeout=30)
 
 
-def _start(tmp_path_factory: pytest.TempPathFactory, name: str) -> Jvm:
+def _start(name: str) -> Jvm:
     missing = [what for what, ok in (("javac", shutil.which("javac")), ("java", shutil.which("java")),
                                      (str(GUAVA), GUAVA.exists())) if not ok]
     if missing:
         raise NotApplicable(f"no JVM oracle: {', '.join(missing)} not found (install openjdk-17-jdk and libguava-java)")
-    return Jvm(tmp_path_factory.mktemp("jvm"), name)
+    return Jvm(name)
 
 
 @pytest.fixture(scope="module")
-def jvm(tmp_path_factory: pytest.TempPathFactory):
-    oracle = _start(tmp_path_factory, "PrimitiveOracle")
+def jvm():
+    oracle = _start("PrimitiveOracle")
     yield oracle
     oracle.close()
 
 
 @pytest.fixture(scope="module")
-def number_jvm(tmp_path_factory: pytest.TempPathFactory):
-    oracle = _start(tmp_path_factory, "NumberOracle")
+def number_jvm():
+    oracle = _start("NumberOracle")
     yield oracle
     oracle.close()
 

@@ -255,6 +255,8 @@ def test_thread_local_index():
     assert index.increment_and_get() == 0
     index = q.ThreadLocalIndex(5)
     assert index.increment_and_get() == 6
+    assert q.ThreadLocalIndex(-5).increment_and_get() == 6                 # 4.9.8: Math.abs of the seed
+    assert q.ThreadLocalIndex(-5, "5.1.4").increment_and_get() == (-4) & INT_MAX  # 5.x: the seed as drawn
 
 
 @pytest.mark.spec("QSEL-02")
@@ -266,13 +268,14 @@ def test_select_avoiding_last_broker():
     index = q.ThreadLocalIndex(0)
     assert q.select_one(single, index, "broker-a") == MQ("T", "broker-a", 1)  # after 4 misses: next round robin
     assert q.select_one(single, q.ThreadLocalIndex(2)) == MQ("T", "broker-a", 3)
+    assert q.select_one(single, q.ThreadLocalIndex(4)) == MQ("T", "broker-a", 1)  # index % size
 
 
 @pytest.mark.spec("QSEL-03")
 def test_publish_queue_list():
-    route = [q.QueueData("broker-b", 2, 2), q.QueueData("broker-a", 3, 3)]
+    route = [q.QueueData("broker-b", 2, 2, 6), q.QueueData("broker-a", 3, 3, 6)]
     assert [f"{m.broker_name[-1]}{m.queue_id}" for m in q.publish_queues("T", route)] == ["a0", "a1", "a2", "b0", "b1"]
-    read_only = [q.QueueData("broker-b", 2, 2), q.QueueData("broker-a", 3, 3, perm=4)]
+    read_only = [q.QueueData("broker-b", 2, 2, 6), q.QueueData("broker-a", 3, 3, perm=4)]
     assert [f"{m.broker_name[-1]}{m.queue_id}" for m in q.publish_queues("T", read_only)] == ["b0", "b1"]
     assert len(q.subscribe_queues("T", read_only)) == 5
     assert [m.queue_id for m in q.publish_queues("T", [], "brokerA:2;brokerB:1")] == [0, 1, 0]
@@ -331,6 +334,7 @@ def test_isolation_durations():
     table = q.FaultTable()
     table.update("broker-a", 550, now_ms=0)
     assert not table.available("broker-a", 29_999) and table.available("broker-a", 30_000)
+    assert table.available("broker-b", 0)  # never faulted: available from time 0
 
 
 @pytest.mark.spec("SEND-4X-07")
@@ -339,6 +343,8 @@ def test_latency_fault_queue_choice():
     index = q.ThreadLocalIndex(4)
     assert q.select_with_latency_fault(queues, index, lambda b: b != "broker-a") == MQ("T", "broker-b", 1)
     assert q.select_with_latency_fault(queues, q.ThreadLocalIndex(0), lambda b: False) is None
+    three = mqs(1, broker="a") + mqs(1, broker="b") + mqs(1, broker="c")
+    assert q.select_with_latency_fault(three, q.ThreadLocalIndex(0), lambda b: b != "b") == MQ("T", "c", 0)
 
 
 @pytest.mark.spec("SEND-5X-01")
@@ -361,3 +367,35 @@ def test_python_5x_send_retry():
 @pytest.mark.spec("SEND-5X-03", "CLAIM-06")
 def test_flow_control_codes():
     assert 530 not in {v for k, v in vars(codes).items() if k.isupper() and isinstance(v, int)}
+
+
+@pytest.mark.spec("SEND-5X-03")
+def test_grpc_codes_are_the_official_sdks():
+    """Every gRPC code the rules use has the number of ``apache.rocketmq.v2.Code`` in the official Python
+    SDK's generated protocol (the same ``definition.proto`` the proxy serves)."""
+    from rocketmq.grpc_protocol import definition_pb2
+    names = [n for n in dir(codes) if n.isupper() and not n.startswith(("R_", "C_"))]
+    assert len(names) >= 20
+    assert {n: getattr(codes, n) for n in names} == {n: definition_pb2.Code.Value(n) for n in names}
+
+
+REMOTING_RESPONSE_CODES = {  # remoting/.../RemotingSysResponseCode.java and common/.../ResponseCode.java @4.9.8
+    "SUCCESS": 0, "SYSTEM_ERROR": 1, "SYSTEM_BUSY": 2, "FLUSH_DISK_TIMEOUT": 10, "SLAVE_NOT_AVAILABLE": 11,
+    "FLUSH_SLAVE_TIMEOUT": 12, "MESSAGE_ILLEGAL": 13, "SERVICE_NOT_AVAILABLE": 14, "NO_PERMISSION": 16,
+    "TOPIC_NOT_EXIST": 17, "PULL_NOT_FOUND": 19, "PULL_RETRY_IMMEDIATELY": 20, "PULL_OFFSET_MOVED": 21,
+    "QUERY_NOT_FOUND": 22, "SUBSCRIPTION_PARSE_FAILED": 23, "SUBSCRIPTION_GROUP_NOT_EXIST": 26, "NO_BUYER_ID": 204,
+    "NOT_IN_CURRENT_UNIT": 205, "FLOW_CONTROL": 215,
+    "GO_AWAY": 1500,  # remoting/.../protocol/ResponseCode.java @rocketmq-all-5.3.3
+}
+CLIENT_ERROR_CODES = {  # client/.../common/ClientErrorCode.java @rocketmq-all-4.9.8
+    "CONNECT_BROKER_EXCEPTION": 10001, "ACCESS_BROKER_TIMEOUT": 10002, "BROKER_NOT_EXIST_EXCEPTION": 10003,
+    "NOT_FOUND_TOPIC_EXCEPTION": 10005,
+}
+
+
+@pytest.mark.spec("SEND-5X-03")
+def test_remoting_and_client_codes_are_javas():
+    remoting = {n[2:]: getattr(codes, n) for n in dir(codes) if n.startswith("R_")}
+    client = {n[2:]: getattr(codes, n) for n in dir(codes) if n.startswith("C_")}
+    assert remoting == REMOTING_RESPONSE_CODES
+    assert client == CLIENT_ERROR_CODES

@@ -4,7 +4,17 @@ from __future__ import annotations
 import ipaddress
 import struct
 
-EPOCH_2021_S = 1_609_459_200
+
+class NullIdError(ValueError):
+    """Java's ``NullPointerException``: ``string2bytes`` gives null for an empty id."""
+
+
+class BufferUnderflowError(ValueError):
+    """Java's ``BufferUnderflowException``: the id's bytes end before the field being read."""
+
+
+class PortOutOfRangeError(ValueError):
+    """Java's ``IllegalArgumentException("port out of range:" + port)`` from ``InetSocketAddress``."""
 
 
 def offset_msg_id(store_ip: str, store_port: int, commit_log_offset: int) -> str:
@@ -40,19 +50,24 @@ def hex_to_bytes(hex_string: str) -> bytes:
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     """``MessageDecoder.decodeMessageId`` (MSGID-01): the address is 4 bytes when the id has exactly 32
-    characters, else 16; then a port (int) and a commit-log offset (long), big-endian, from
-    ``string2bytes(msgId)``; whatever follows is ignored. Where Java throws (an empty id, too few bytes,
-    a port outside 0..65535) this raises ``ValueError``. Returns (host address as Java prints it, port,
-    offset)."""
+    characters (UTF-16 units), else 16; then a port (int) and a commit-log offset (long), big-endian, read
+    in that order from ``string2bytes(msgId)``; whatever follows is ignored. Java's failures, in the order
+    it meets them: an empty id (``NullIdError``), bytes ending before the address and port
+    (``BufferUnderflowError``), a port outside 0..65535 (``PortOutOfRangeError``, before the offset is
+    read), bytes ending before the offset (``BufferUnderflowError``). Returns (host address as Java
+    prints it, port, offset)."""
     if not msg_id:
-        raise ValueError("decodeMessageId: empty id (string2bytes gives null)")
+        raise NullIdError("decodeMessageId: empty id (string2bytes gives null)")
     raw = hex_to_bytes(msg_id)
     size = 4 if len(msg_id.encode("utf-16-be", "surrogatepass")) // 2 == 32 else 16
-    if len(raw) < size + 12:
-        raise ValueError(f"decodeMessageId: {len(raw)} bytes, the address, port and offset need {size + 12}")
-    port, offset = struct.unpack(">iq", raw[size:size + 12])
+    if len(raw) < size + 4:
+        raise BufferUnderflowError(f"decodeMessageId: {len(raw)} bytes, the address and port need {size + 4}")
+    (port,) = struct.unpack(">i", raw[size:size + 4])
     if not 0 <= port <= 0xFFFF:
-        raise ValueError(f"decodeMessageId: port out of range: {port}")
+        raise PortOutOfRangeError(f"decodeMessageId: port out of range: {port}")
+    if len(raw) < size + 12:
+        raise BufferUnderflowError(f"decodeMessageId: {len(raw)} bytes, the offset needs {size + 12}")
+    (offset,) = struct.unpack(">q", raw[size + 4:size + 12])
     return java_host_address(raw[:size]), port, offset
 
 

@@ -20,13 +20,13 @@ _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def to_int32(value: int) -> int:
-    """Wrap an integer into Java's signed 32-bit range."""
+    """Wrap an integer into Java's signed 32-bit range (PRIM-01, QSEL-01, FILTER-06)."""
     value &= _MASK32
     return value - (1 << 32) if value >= (1 << 31) else value
 
 
 def to_int64(value: int) -> int:
-    """Wrap an integer into Java's signed 64-bit range."""
+    """Wrap an integer into Java's signed 64-bit range (DELAY-05, DELAY-06, FILTER-06)."""
     value &= _MASK64
     return value - (1 << 64) if value >= (1 << 63) else value
 
@@ -41,7 +41,7 @@ def java_string_hash(text: str) -> int:
 
 
 def utf16_units(text: str) -> list[str]:
-    """A string as Java holds it: UTF-16 code units (a supplementary character is two surrogates)."""
+    """A string as Java holds it: UTF-16 code units (a supplementary character is two surrogates; PRIM-01, DELAY-02, FILTER-06)."""
     data = text.encode("utf-16-be", "surrogatepass")
     return [chr((data[i] << 8) | data[i + 1]) for i in range(0, len(data), 2)]
 
@@ -95,7 +95,7 @@ _HEX_FLOAT = re.compile(r"0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP
 
 
 def java_trim(text: str) -> str:
-    """Java ``String.trim``: drops every leading and trailing character at or below U+0020."""
+    """Java ``String.trim``: drops every leading and trailing character at or below U+0020 (FILTER-06)."""
     start, end = 0, len(text)
     while start < end and text[start] <= " ":
         start += 1
@@ -139,7 +139,8 @@ def java_double_compare(a: float, b: float) -> int:
 
 
 def java_double_to_long_bits(value: float) -> int:
-    """Java ``Double.doubleToLongBits``: the IEEE bits as a signed long, every NaN as the one canonical NaN."""
+    """Java ``Double.doubleToLongBits``: the IEEE bits as a signed long, every NaN as the one canonical NaN
+    (FILTER-06)."""
     if math.isnan(value):
         return 0x7FF8000000000000
     return struct.unpack(">q", struct.pack(">d", value))[0]
@@ -151,7 +152,7 @@ def java_boolean_value_of(text: str) -> bool:
 
 
 def java_string_compare(a: str, b: str) -> int:
-    """The sign of Java ``String.compareTo``: lexicographic over UTF-16 code units."""
+    """The sign of Java ``String.compareTo``: lexicographic over UTF-16 code units (FILTER-06)."""
     ua, ub = utf16_units(a), utf16_units(b)
     return (ua > ub) - (ua < ub)
 

@@ -16,14 +16,10 @@ class ThreadLocalIndex:
 
     def __init__(self, seed: int, variant: str = "4.9.8") -> None:
         self.index = abs(seed) if variant == "4.9.8" else seed
-        self.variant = variant
 
     def increment_and_get(self) -> int:
         self.index = to_int32(self.index + 1)
         return self.index & INT_MAX
-
-    def reset(self, seed: int) -> None:
-        self.index = abs(seed)
 
 
 def select_one(queues: Sequence[MessageQueue], index: ThreadLocalIndex,
@@ -45,7 +41,7 @@ class QueueData:
     broker_name: str
     read_queues: int
     write_queues: int
-    perm: int = 6
+    perm: int
     has_master: bool = True
 
 

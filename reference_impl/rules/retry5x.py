@@ -195,7 +195,8 @@ def java_exponential_delay_ms(attempt: int, initial_ms: float, max_ms: float, mu
 
 
 def java_math_pow(base: float, exponent: float) -> float:
-    """Java ``Math.pow``: a result beyond a double is an infinity of the right sign, not an error."""
+    """Java ``Math.pow``: a result beyond a double is an infinity of the right sign, not an error
+    (RETRY-5X-04)."""
     try:
         return math.pow(base, exponent)
     except OverflowError:
@@ -205,7 +206,7 @@ def java_math_pow(base: float, exponent: float) -> float:
 
 def java_double_to_long(value: float) -> int:
     """Java's ``(long) value``: NaN is 0, infinities and values beyond a long are its bounds, the rest
-    truncated toward zero."""
+    truncated toward zero (RETRY-5X-04)."""
     if math.isnan(value):
         return 0
     if value >= 2.0 ** 63:
@@ -251,10 +252,11 @@ class SdkRetryPolicy:
     max_attempts: int
     delay_ms: tuple[int, ...] = field(default_factory=tuple)   # by attempt, 1-based via index attempt-1
     strategy: str = "CUSTOMIZED"
-    exponential: tuple[float, float, float] = (0, 0, 0)
+    exponential: tuple[float, float, float] | None = None
+    """(initial ms, max ms, multiplier) of an EXPONENTIAL policy; a customized one has none."""
 
     def next_attempt_delay_ms(self, attempt: int) -> int:
-        if self.strategy == "EXPONENTIAL":
+        if self.exponential is not None:
             return int(java_exponential_delay_ms(attempt, *self.exponential))
         return java_customized_delay_ms(attempt, self.delay_ms)
 
