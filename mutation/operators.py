@@ -57,6 +57,11 @@ def _skipped(tree: ast.AST) -> set[int]:
     return skip
 
 
+def _returns_none(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Return) and (statement.value is None or (
+        isinstance(statement.value, ast.Constant) and statement.value.value is None))
+
+
 def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, str, str, str]]:
     """(walk index, node, operator, before, after) for every possible change, in walk order."""
     skip = _skipped(tree)
@@ -86,6 +91,8 @@ def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, str, str, str]]:
             for s in statements:
                 if isinstance(s, (ast.Return, ast.Raise)) and len(statements) == 1:
                     continue  # a function of one return: dropping it is caught by any call, or is a type error
+                if s is node.body[-1] and _returns_none(s):
+                    continue  # falling off the end returns None too: equivalent by the language
                 yield order[id(s)], s, "drop-statement", type(s).__name__, "pass"
 
 

@@ -25,7 +25,7 @@ enum becomes that enum's member; a list given for a ``set`` parameter becomes a 
 Matching: an expected mapping matches an object by the attributes it names (the others are not checked)
 and a mapping exactly, key for key, unless it says ``"<partial>": true`` (then only the keys it names);
 ``"<absent>"`` for a key means the mapping must not have it; each value matches in turn; an enum matches
-its name; a set matches the list of its members in any order; tuples
+its name; a NaN (``.nan``) matches a NaN; a set matches the list of its members in any order; tuples
 and lists match lists.
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ import builtins
 import enum
 import importlib
 import inspect
+import math
 import re
 import typing
 from dataclasses import dataclass
@@ -143,6 +144,8 @@ def matches(actual: Any, expected: Any) -> bool:
         return len(actual) == len(expected) and all(matches(a, e) for a, e in zip(actual, expected))
     if isinstance(expected, bool) or expected is None:
         return actual is expected
+    if isinstance(expected, float) and math.isnan(expected):
+        return isinstance(actual, float) and math.isnan(actual)
     return bool(actual == expected) and type(actual) is not bool
 
 

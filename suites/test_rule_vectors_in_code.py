@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reference_impl.rules import allocation as a
-from reference_impl.rules import codes
+from reference_impl.rules import codes, node5x
 from reference_impl.rules import fifo as f
 from reference_impl.rules import filter as sql
 from reference_impl.rules import message_id as mid
@@ -399,3 +399,10 @@ def test_remoting_and_client_codes_are_javas():
     client = {n[2:]: getattr(codes, n) for n in dir(codes) if n.startswith("C_")}
     assert remoting == REMOTING_RESPONSE_CODES
     assert client == CLIENT_ERROR_CODES
+
+
+@pytest.mark.spec("SDK-NODE-05")
+def test_node_message_type_numbers_are_the_protocols():
+    """The numbers the Node.js client prints for message types are ``apache.rocketmq.v2.MessageType``'s."""
+    from rocketmq.grpc_protocol import definition_pb2
+    assert node5x.MESSAGE_TYPE_NUMBERS == {n: definition_pb2.MessageType.Value(n) for n in node5x.MESSAGE_TYPE_NUMBERS}

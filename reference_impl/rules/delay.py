@@ -29,7 +29,7 @@ class DelayTable:
 
     levels: Mapping[int, int]
     max_level: int
-    ok: bool = True
+    ok: bool
 
     def delay_ms(self, level: int) -> int:
         return self.levels[level]
@@ -106,7 +106,7 @@ def route_delayed_message(topic: str, queue_id: int, properties: Mapping[str, st
     topic; the level is clamped and the DELAY property rewritten, REAL_TOPIC and REAL_QID added.
     """
     props = dict(properties)
-    level = int(props.get("DELAY", "0") or 0)
+    level = int(props.get("DELAY", "0"))  # getDelayTimeLevel: Integer.parseInt of the property when set
     if tran_type not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE) or level <= 0:
         return StoredPlacement(topic, queue_id, props)
     level = clamp_delay_level(level, max_level)
@@ -229,7 +229,7 @@ def route_timer_message(topic: str, queue_id: int, properties: Mapping[str, str]
     sends the message to the timer topic with TIMER_OUT_MS; a past one stores it normally.
     """
     props = dict(properties)
-    if int(props.get("DELAY", "0") or 0) > 0:
+    if int(props.get("DELAY", "0")) > 0:
         for key in ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"):
             props.pop(key, None)
         return route_delayed_message(topic, queue_id, props, max_level=max_level)

@@ -27,6 +27,7 @@ from history.values import NODE_5X_SDK
 
 from . import codes
 from .codes import RocketMQError
+from .primitives import ieee_pow
 
 SDK = NODE_5X_SDK
 """The ``sdk`` value of a scenario, producer or consumer that follows these habits."""
@@ -63,19 +64,15 @@ def exponential_delay_ms(attempt: int, initial: float, maximum: float, multiplie
     ``Math.min(initial * Math.pow(multiplier, attempt - 1), max)``, 0 when ``<= 0``; no rounding, NaN kept."""
     if attempt <= 0:
         raise ValueError("attempt must be positive")
-    try:
-        power = math.pow(multiplier, attempt - 1)
-    except OverflowError:
-        power = math.inf
-    product = initial * power if not (initial == 0 and math.isinf(power)) else math.nan
+    product = initial * ieee_pow(multiplier, float(attempt - 1))  # 0 * Infinity is NaN, as in JavaScript
     delay = math.nan if math.isnan(product) or math.isnan(maximum) else min(product, maximum)
     if not math.isnan(delay) and delay <= 0:
         return 0
     return delay
 
 
-def consumer_policy(strategy: str, max_attempts: int, initial_ms: float = 0, max_ms: float = 0,
-                    multiplier: float = 1) -> NodeRetryPolicy | None:
+def consumer_policy(strategy: str, max_attempts: int, initial_ms: float, max_ms: float,
+                    multiplier: float) -> NodeRetryPolicy | None:
     """``PushSubscriptionSettings.sync`` (SDK-NODE-01, SDK-NODE-02): an exponential backoff becomes a policy
     with whole seconds; a customized one is ignored and the consumer has no policy at all."""
     if strategy != "EXPONENTIAL":

@@ -146,6 +146,17 @@ def java_double_to_long_bits(value: float) -> int:
     return struct.unpack(">q", struct.pack(">d", value))[0]
 
 
+def ieee_pow(base: float, exponent: float) -> float:
+    """Java's and JavaScript's ``Math.pow``: IEEE 754 ``pow``, where a result beyond a double is an infinity
+    of the right sign (a negative base to an odd whole power is negative), not an error (RETRY-5X-04,
+    SDK-NODE-02)."""
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:
+        negative = base < 0 and exponent.is_integer() and int(exponent) % 2 == 1
+        return -math.inf if negative else math.inf
+
+
 def java_boolean_value_of(text: str) -> bool:
     """Java ``Boolean.valueOf(String)``: true exactly for ``"true"`` in any ASCII case (FILTER-06)."""
     return len(text) == 4 and text.isascii() and text.lower() == "true"

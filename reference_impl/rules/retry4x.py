@@ -91,10 +91,10 @@ class SendBackResult:
 
     code: int
     stored: bool
-    topic: str | None = None
+    topic: str | None = None          # None, and the fields below, when nothing is stored
     queue_id: int | None = None
-    delay_level: int = 0
-    reconsume_times: int = 0
+    delay_level: int | None = None
+    reconsume_times: int | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -147,7 +147,7 @@ class RetryTopicSendDecision:
     code: int
     topic: str | None
     queue_id: int | None
-    delay_level: int
+    delay_level: int | None
 
 
 def handle_retry_and_dlq(topic: str, queue_id: int, header_reconsume_times: int | None,
@@ -158,7 +158,7 @@ def handle_retry_and_dlq(topic: str, queue_id: int, header_reconsume_times: int 
     if not topic.startswith(RETRY_TOPIC_PREFIX):
         return RetryTopicSendDecision(SUCCESS, topic, queue_id, delay_level)
     if not group_exists:
-        return RetryTopicSendDecision(SUBSCRIPTION_GROUP_NOT_EXIST, None, None, 0)
+        return RetryTopicSendDecision(SUBSCRIPTION_GROUP_NOT_EXIST, None, None, None)
     group = topic[len(RETRY_TOPIC_PREFIX):]
     max_times = group_retry_max_times if header_max_reconsume_times is None else header_max_reconsume_times
     rt = 0 if header_reconsume_times is None else header_reconsume_times

@@ -13,6 +13,7 @@ from typing import Literal, Mapping, Sequence
 from spec import versions
 
 from . import codes, node5x
+from .primitives import ieee_pow
 
 Sdk = Literal["java", "python", "nodejs"]
 
@@ -187,21 +188,11 @@ def java_exponential_delay_ms(attempt: int, initial_ms: float, max_ms: float, mu
     if attempt <= 0:
         raise ValueError(f"attempt must be positive, got {attempt}")
     initial_ns, max_ns = round(initial_ms * 1_000_000), round(max_ms * 1_000_000)
-    product = float(initial_ns) * java_math_pow(multiplier, float(attempt - 1))
+    product = float(initial_ns) * ieee_pow(multiplier, float(attempt - 1))
     delay = product if math.isnan(product) or product <= max_ns else float(max_ns)  # Math.min keeps NaN
     if delay <= 0:
         return 0
     return java_double_to_long(delay) / 1_000_000
-
-
-def java_math_pow(base: float, exponent: float) -> float:
-    """Java ``Math.pow``: a result beyond a double is an infinity of the right sign, not an error
-    (RETRY-5X-04)."""
-    try:
-        return math.pow(base, exponent)
-    except OverflowError:
-        negative = base < 0 and exponent.is_integer() and int(exponent) % 2 == 1
-        return -math.inf if negative else math.inf
 
 
 def java_double_to_long(value: float) -> int:
