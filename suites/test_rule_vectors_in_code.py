@@ -212,6 +212,26 @@ def test_by_circle(n, c, expected):
     assert _each(a.allocate_by_circle, mqs(n), [f"c{i}" for i in range(c)]) == expected
 
 
+@pytest.mark.spec("FIFO-03")
+def test_select_queue_by_hash_4x():
+    assert f.select_queue_by_hash_4x(-1, 4) == 1       # Java's remainder is -1, then Math.abs
+    assert f.select_queue_by_hash_4x(-8, 4) == 0
+    assert f.select_queue_by_hash_4x(9, 4) == 1
+
+
+@pytest.mark.spec("FIFO-04", "FIFO-05")
+def test_order_info_edges():
+    assert f.OrderInfo.build_offset_list([]) == [] and f.OrderInfo.build_offset_list([5]) == [5]
+    assert f.OrderInfo([], 1000, 60_000, "a").next_offset() == -2
+    assert f.commit_and_next(None, 7, 0) == 8                                    # no order info: the next offset
+    assert f.commit_and_next(f.OrderInfo([5], 1000, 60_000, "a"), 5, 999) == -2  # another pop's commit
+    assert f.commit_and_next(f.OrderInfo([5], 1000, 60_000, "a"), 6, 1000) == -1  # not one of its offsets
+    unset = f.OrderInfo([5], 1000, 0, "a")       # no invisible time of its own: the request's counts
+    assert unset.need_block("b", 1500, 60_000) and not unset.need_block("a", 1500, 60_000)
+    one = f.OrderInfo([5], 1000, 1, "a")
+    assert one.need_block("b", 1000, 60_000) and not one.need_block("b", 1001, 60_000)
+
+
 @pytest.mark.spec("ALLOC-03", "PRIM-04")
 def test_consistent_hash():
     assert md5_ring_hash("c0-0") == 2316876094
@@ -222,6 +242,7 @@ def test_consistent_hash():
     assert _each(a.allocate_consistent_hash, queues, cids) == [[6, 7], [0, 3, 4, 5], [1, 2]]
     with pytest.raises(ValueError):
         a.allocate_consistent_hash(queues, ["c0"], "c0", virtual_nodes=-1)
+    assert a.allocate_consistent_hash(queues, ["c0"], "c0", virtual_nodes=0) == []  # an empty ring routes to null
 
 
 @pytest.mark.spec("ALLOC-04")
@@ -232,6 +253,10 @@ def test_machine_room_nearby():
     got = {c: [f"{m.broker_name[0].lower()}{m.queue_id}" for m in a.allocate_machine_room_nearby(
         queues, ["cA1", "cA2"], c, a.allocate_averagely, room, consumer_room)] for c in ("cA1", "cA2")}
     assert got == {"cA1": ["a0", "a1", "b0"], "cA2": ["a2", "a3", "b1"]}
+    with pytest.raises(ValueError):  # "Machine room is null for mq"
+        a.allocate_machine_room_nearby(queues, ["cA1"], "cA1", a.allocate_averagely, lambda mq: "", consumer_room)
+    with pytest.raises(ValueError):
+        a.allocate_machine_room_nearby(queues, ["cA1"], "cA1", a.allocate_averagely, room, lambda cid: "")
 
 
 @pytest.mark.spec("ALLOC-05")
@@ -247,6 +272,9 @@ def test_by_machine_room():
     got = [[m.queue_id for m in a.allocate_by_machine_room(queues, ["c0", "c1", "c2"], c, {"IDC1"})]
            for c in ("c0", "c1", "c2")]
     assert got == [[0, 3], [1], [2]]
+    five = [MQ("T", "IDC1@b1", i) for i in range(5)]  # mod 2, rem 1: the first consumer takes the fifth
+    assert [[m.queue_id for m in a.allocate_by_machine_room(five, ["c0", "c1"], c, {"IDC1"})]
+            for c in ("c0", "c1")] == [[0, 1, 4], [2, 3]]
 
 
 @pytest.mark.spec("QSEL-01")

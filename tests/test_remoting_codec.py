@@ -65,7 +65,7 @@ def test_the_splitter_cuts_a_stream_at_any_chunk_size(cmds: list[Command], chunk
     assert [decode(p) for p in payloads] == cmds
 
 
-@pytest.mark.parametrize("length", [-1, 0, 3, FRAME_MAX_LENGTH + 1])
+@pytest.mark.parametrize("length", [-1, 0, 3, FRAME_MAX_LENGTH - 3, FRAME_MAX_LENGTH + 1])
 def test_a_length_outside_the_limit_is_refused(length: int) -> None:
     with pytest.raises(FrameError, match="outside"):
         FrameSplitter().feed(struct.pack(">i", length) + b"\0" * 8)

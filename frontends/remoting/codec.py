@@ -194,7 +194,7 @@ def decode(payload: bytes) -> Command:
 
 
 class FrameSplitter:
-    """Cuts a byte stream into frame payloads (``NettyDecoder``: a length field, at most 16 MiB)."""
+    """Cuts a byte stream into frame payloads (``NettyDecoder``: a length field, at most 16 MiB with it)."""
 
     def __init__(self, max_length: int = FRAME_MAX_LENGTH) -> None:
         self.buffer = bytearray()
@@ -205,8 +205,9 @@ class FrameSplitter:
         out = []
         while len(self.buffer) >= 4:
             (length,) = struct.unpack(">i", self.buffer[:4])
-            if length < 4 or length > self.max_length:
-                raise FrameError(f"frame length {length} is outside 4..{self.max_length}")
+            # under 4 bytes there is no header-length word: Java's decode fails and closes the connection too
+            if length < 4 or not remoting_rules.frame_length_ok(length, self.max_length):
+                raise FrameError(f"frame length {length} is outside 4..{self.max_length - remoting_rules.LENGTH_FIELD_BYTES}")
             if len(self.buffer) < 4 + length:
                 break
             out.append(bytes(self.buffer[4:4 + length]))

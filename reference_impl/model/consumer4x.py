@@ -249,8 +249,7 @@ class PushConsumer4x:
             return True
         if self.sdk == cpp4x.SDK:
             return False  # SDK-CPP-02: no republish fallback
-        props = retry4x.fallback_republish_properties(msg.properties, view.topic, msg.msg_id, view.reconsume_times,
-                                                      effective_max)
+        props = retry4x.fallback_republish_properties(msg.properties, view.topic, view.reconsume_times, effective_max)
         if self.sim.broker.republish_to_retry(self.group, msg, props) == codes.R_SUCCESS:
             self._note_retry(view, effective_max, via="fallback")
             return True

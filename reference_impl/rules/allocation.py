@@ -77,6 +77,8 @@ def allocate_consistent_hash(queues: Sequence[MessageQueue], consumer_ids: Seque
         for k in range(virtual_nodes):
             ring[hash_function(f"{cid}-{k}")] = cid
     keys = sorted(ring)
+    if not keys:  # routeNode on an empty ring (no virtual nodes): null, no queue for anyone
+        return []
     out = []
     for mq in queues:
         h = hash_function(str(mq))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import retry4x
-from .primitives import INT_MAX
+from .primitives import INT_MAX, java_is_blank
 from .retry4x import ListenerOutcome
 
 DEFAULT_SUSPEND_MS = 1000
@@ -84,7 +84,8 @@ def dlq_publish_properties(properties: dict[str, str], origin_topic: str, msg_id
     in ``%DLQ%group``.
     """
     props = dict(properties)
-    props.setdefault("ORIGIN_MESSAGE_ID", msg_id)
+    if java_is_blank(props.get("ORIGIN_MESSAGE_ID")):  # set after the properties are copied: kept
+        props["ORIGIN_MESSAGE_ID"] = msg_id
     props["RETRY_TOPIC"] = origin_topic
     props["RECONSUME_TIME"] = str(reconsume_times + 1 if develop else reconsume_times)
     props["MAX_RECONSUME_TIMES"] = str(max_reconsume_times)

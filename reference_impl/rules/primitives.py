@@ -157,6 +157,21 @@ def ieee_pow(base: float, exponent: float) -> float:
         return -math.inf if negative else math.inf
 
 
+_JAVA_WHITESPACE_CONTROLS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+_NO_BREAK_SPACES = "\u00a0\u2007\u202f"
+
+
+def java_is_blank(text: str | None) -> bool:
+    """RocketMQ's ``UtilAll.isBlank``: null, empty, or every UTF-16 unit ``Character.isWhitespace`` (a Unicode
+    space, line or paragraph separator other than the no-break spaces, or one of the controls TAB, LF, VT,
+    FF, CR and FS..US) (RETRY-CONC-04, ORDER-4X-03)."""
+    if not text:
+        return True
+    return all(u in _JAVA_WHITESPACE_CONTROLS or (u not in _NO_BREAK_SPACES and
+                                                  unicodedata.category(u) in ("Zs", "Zl", "Zp"))
+               for u in utf16_units(text))
+
+
 def java_boolean_value_of(text: str) -> bool:
     """Java ``Boolean.valueOf(String)``: true exactly for ``"true"`` in any ASCII case (FILTER-06)."""
     return len(text) == 4 and text.isascii() and text.lower() == "true"

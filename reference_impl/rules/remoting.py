@@ -2,7 +2,8 @@
 
 A frame is a 4-byte length (of everything after it), then a 4-byte word: the serialization type in its
 high byte and the header's length in the low three bytes, then the header, then the body. A decoder
-takes frames of at most ``FRAME_MAX_LENGTH`` bytes (``com.rocketmq.remoting.frameMaxLength``).
+takes frames of at most ``FRAME_MAX_LENGTH`` bytes (``com.rocketmq.remoting.frameMaxLength``), the 4-byte
+length field included.
 """
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ def split_header_word(word: int) -> tuple[int, int]:
     return (word >> 24) & 0xFF, word & 0xFFFFFF
 
 
+LENGTH_FIELD_BYTES = 4
+"""``NettyDecoder``'s ``lengthFieldLength``, which is also its ``lengthFieldEndOffset``."""
+
+
 def frame_length_ok(length: int, max_length: int = FRAME_MAX_LENGTH) -> bool:
-    """``NettyDecoder`` (a ``LengthFieldBasedFrameDecoder``): a frame longer than the maximum is refused and
-    its connection closed (REMOTING-01)."""
-    return 0 <= length <= max_length
+    """``NettyDecoder`` (``LengthFieldBasedFrameDecoder(FRAME_MAX_LENGTH, 0, 4, 0, 4)``) on a length field of
+    ``length``: a negative one is corrupt, and the frame it makes, ``length + 4`` bytes with the field, must
+    not exceed the maximum; else the decoder throws and the connection is closed (REMOTING-01)."""
+    return length >= 0 and length + LENGTH_FIELD_BYTES <= max_length

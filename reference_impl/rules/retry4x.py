@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 from history.values import ListenerOutcome
 
 from . import delay as delay_rules
-from .primitives import INT_MAX
+from .primitives import INT_MAX, java_is_blank
 
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
@@ -123,15 +123,18 @@ def consumer_send_msg_back(group: str, origin_topic: str, reconsume_times: int,
         topic, queue_id = retry_topic(group), random_value % retry_queue_nums
         level = retry_level_for(reconsume_times) if delay_level == 0 else delay_level
         props["DELAY"] = str(level)
-    props.setdefault("ORIGIN_MESSAGE_ID", msg_id)
+    if java_is_blank(props.get("ORIGIN_MESSAGE_ID")):
+        props["ORIGIN_MESSAGE_ID"] = msg_id
     return SendBackResult(SUCCESS, True, topic, queue_id, level, reconsume_times + 1, props)
 
 
-def fallback_republish_properties(properties: Mapping[str, str], origin_topic: str, msg_id: str,
-                                  reconsume_times: int, max_reconsume_times: int) -> dict[str, str]:
-    """The message the client republishes when send-back fails (RETRY-CONC-08)."""
+def fallback_republish_properties(properties: Mapping[str, str], origin_topic: str, reconsume_times: int,
+                                  max_reconsume_times: int) -> dict[str, str]:
+    """The message the client republishes when send-back fails (RETRY-CONC-08): the consumed message's
+    properties and the retry ones. ``sendMessageBack`` sets ORIGIN_MESSAGE_ID on the new message and then
+    replaces its whole property map with the consumed message's (``MessageAccessor.setProperties``), so the
+    copy has ORIGIN_MESSAGE_ID only when the consumed message had one."""
     props = dict(properties)
-    props.setdefault("ORIGIN_MESSAGE_ID", msg_id)
     props["RETRY_TOPIC"] = origin_topic
     props["RECONSUME_TIME"] = str(reconsume_times + 1)
     props["MAX_RECONSUME_TIMES"] = str(max_reconsume_times)
