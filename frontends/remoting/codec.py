@@ -207,7 +207,8 @@ class FrameSplitter:
             (length,) = struct.unpack(">i", self.buffer[:4])
             # under 4 bytes there is no header-length word: Java's decode fails and closes the connection too
             if length < 4 or not remoting_rules.frame_length_ok(length, self.max_length):
-                raise FrameError(f"frame length {length} is outside 4..{self.max_length - remoting_rules.LENGTH_FIELD_BYTES}")
+                largest = self.max_length - remoting_rules.LENGTH_FIELD_BYTES
+                raise FrameError(f"frame length {length} is outside 4..{largest}")
             if len(self.buffer) < 4 + length:
                 break
             out.append(bytes(self.buffer[4:4 + length]))

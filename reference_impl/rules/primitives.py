@@ -41,7 +41,8 @@ def java_string_hash(text: str) -> int:
 
 
 def utf16_units(text: str) -> list[str]:
-    """A string as Java holds it: UTF-16 code units (a supplementary character is two surrogates; PRIM-01, DELAY-02, FILTER-06)."""
+    """A string as Java holds it: UTF-16 code units (a supplementary character is two surrogates; PRIM-01,
+    DELAY-02, FILTER-06)."""
     data = text.encode("utf-16-be", "surrogatepass")
     return [chr((data[i] << 8) | data[i + 1]) for i in range(0, len(data), 2)]
 
