@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import yaml
 
@@ -36,15 +36,24 @@ def load_equivalents(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
     return out
 
 
-def not_killed(jobs: list[Any], earlier: Path) -> list[Any]:
-    """The jobs an earlier run's ``mutation.json`` did not count killed: its survivors and uncovered or
-    equivalent mutants, and every mutant it does not know (a mutant's key carries its place in the module's
-    syntax tree, so an edited module's mutants are all new)."""
+def split_by_earlier(jobs: list[Any], earlier: Path) -> tuple[list[Any], list[Outcome]]:
+    """(the jobs to judge, the outcomes carried over) against an earlier run's ``mutation.json``: a mutant it
+    counted killed stays killed (``killed_by`` says "earlier run"), every other one is judged again, and so is
+    every mutant it does not know (a mutant's key carries its place in the module's syntax tree, so an edited
+    module's mutants are all new). Carrying kills over assumes the suites lost no test since that run."""
     try:
-        verdicts = {o["mutant"]: o["verdict"] for o in json.loads(earlier.read_text())["outcomes"]}
+        earlier_outcomes = {o["mutant"]: o for o in json.loads(earlier.read_text())["outcomes"]}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise EquivalentFileError(f"{earlier}: not a mutation.json written by rmqc mutate: {exc}") from None
-    return [job for job in jobs if verdicts.get(job.key) != "killed"]
+    judge, carried = [], []
+    for job in jobs:
+        old = earlier_outcomes.get(job.key)
+        if old is not None and old.get("verdict") == "killed":
+            carried.append(Outcome(job, "killed", f"earlier run: {old.get('killed_by', '')}", 0.0,
+                                   int(old.get("tests", 0))))
+        else:
+            judge.append(job)
+    return judge, carried
 
 
 def mark_equivalents(outcomes: list[Outcome], equivalents: dict[str, str]) -> None:
@@ -70,14 +79,19 @@ class AreaScore:
         return self.killed / judged if judged else None
 
 
-def scores(outcomes: list[Outcome]) -> tuple[AreaScore, list[AreaScore]]:
+def tally(verdicts: Iterable[tuple[str, str]]) -> tuple[AreaScore, list[AreaScore]]:
+    """The score in all and per area of (area, verdict) pairs."""
     areas: dict[str, AreaScore] = {}
     total = AreaScore("all")
-    for outcome in outcomes:
-        for score in (areas.setdefault(outcome.job.area, AreaScore(outcome.job.area)), total):
+    for area, verdict in verdicts:
+        for score in (areas.setdefault(area, AreaScore(area)), total):
             score.mutants += 1
-            setattr(score, outcome.verdict, getattr(score, outcome.verdict) + 1)
+            setattr(score, verdict, getattr(score, verdict) + 1)
     return total, [areas[a] for a in sorted(areas)]
+
+
+def scores(outcomes: list[Outcome]) -> tuple[AreaScore, list[AreaScore]]:
+    return tally((o.job.area, o.verdict) for o in outcomes)
 
 
 def _pct(value: float | None) -> str:
@@ -97,6 +111,24 @@ def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int,
                       "tests": o.tests, "seconds": round(o.seconds, 2), "reason": o.reason, "diff": o.diff}
                      for o in sorted(outcomes, key=lambda o: o.job.key)],
     }
+
+
+def rescored(report: dict[str, Any], equivalents: dict[str, str]) -> dict[str, Any]:
+    """An earlier report with the equivalents file applied again (no mutant is run): a survivor or uncovered
+    mutant the file names becomes equivalent, an equivalent one it no longer names a survivor."""
+    outcomes = []
+    for o in report["outcomes"]:
+        o = dict(o)
+        if o["verdict"] in ("survived", "uncovered", "equivalent"):
+            if o["mutant"] in equivalents:
+                o["verdict"], o["reason"] = "equivalent", equivalents[o["mutant"]]
+            elif o["verdict"] == "equivalent":
+                o["verdict"], o["reason"] = "survived", ""
+        outcomes.append(o)
+    total, areas = tally((o["area"], o["verdict"]) for o in outcomes)
+    return {**report, "score": total.score, "killed": total.killed, "survived": total.survived,
+            "uncovered": total.uncovered, "equivalent": total.equivalent,
+            "areas": [{**asdict(a), "score": a.score} for a in areas], "outcomes": outcomes}
 
 
 def as_markdown(report: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ survivor with its diff (``mutation.report``)."""
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import signal
 import sys
@@ -33,8 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
                         help="exit 1 when the score is below this")
     parser.add_argument("--again", type=Path, default=None, metavar="REPORT",
-                        help="judge again only what an earlier run's mutation.json did not count killed; a module "
-                        "whose mutants no longer match that report (its source changed) is judged whole")
+                        help="carry over the kills of an earlier run's mutation.json and judge the rest again; a "
+                        "module whose mutants no longer match that report (its source changed) is judged whole")
+    parser.add_argument("--rescore", type=Path, default=None, metavar="REPORT",
+                        help="run nothing: apply the equivalents file to an earlier run's mutation.json and write the "
+                        "report again to --out")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     parser.set_defaults(handler=mutate)
 
@@ -54,10 +58,20 @@ def mutate(args: argparse.Namespace) -> int:
     except report.EquivalentFileError as exc:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
+    if args.rescore is not None:
+        try:
+            result = report.rescored(json.loads(args.rescore.read_text()), equivalents)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"rmqc mutate: error: {args.rescore}: not a mutation.json written by rmqc mutate: {exc}",
+                  file=sys.stderr)
+            return 2
+        report.write(args.out, result)
+        return _summary(args, result)
     jobs = jobs_for(paths)
+    carried = []
     if args.again is not None:
         try:
-            jobs = report.not_killed(jobs, args.again)
+            jobs, carried = report.split_by_earlier(jobs, args.again)
         except report.EquivalentFileError as exc:
             print(f"rmqc mutate: error: {exc}", file=sys.stderr)
             return 2
@@ -95,9 +109,14 @@ def mutate(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     sys.stderr.write("\n")
+    outcomes = carried + outcomes
     report.mark_equivalents(outcomes, equivalents)
     result = report.as_json(outcomes, time.monotonic() - started, args.jobs, len(not_run), left_out)
     report.write(args.out, result)
+    return _summary(args, result)
+
+
+def _summary(args: argparse.Namespace, result: dict) -> int:  # type: ignore[type-arg]
     score = result["score"]
     print(f"rmqc mutate: score {'n/a' if score is None else f'{100 * score:.1f} %'} over {result['mutants']} "
           f"mutants ({result['killed']} killed, {result['survived']} survived, {result['uncovered']} uncovered, "

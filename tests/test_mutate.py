@@ -14,9 +14,12 @@ from mutation.operators import Mutant
 from mutation.report import (
     AreaScore,
     EquivalentFileError,
+    as_json,
     load_equivalents,
     mark_equivalents,
+    rescored,
     scores,
+    split_by_earlier,
 )
 from mutation.runner import Job, Outcome, Runner, Scratch, jobs_for
 
@@ -107,3 +110,28 @@ def test_a_malformed_equivalents_file_is_named_with_its_entry(tmp_path: Path) ->
     unknown = subprocess.run([sys.executable, "-m", "rmqc.cli", "mutate", "--areas", "rules.nothing"], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "names no module" in unknown.stderr, unknown.stderr
+
+
+def test_again_carries_earlier_kills_and_rescore_applies_the_equivalents_file(tmp_path: Path) -> None:
+    """``--again`` judges only what an earlier report did not count killed (and mutants it does not know);
+    ``--rescore`` marks equivalents in an earlier report without running anything."""
+    outcomes = [_outcome("rules.a", "killed", 1), _outcome("rules.a", "survived", 2), _outcome("model.b", "killed", 3)]
+    earlier = tmp_path / "mutation.json"
+    earlier.write_text(json.dumps(as_json(outcomes, 1.0, 2, 0)))
+    unknown = _outcome("rules.a", "survived", 9).job
+    judge, carried = split_by_earlier([o.job for o in outcomes] + [unknown], earlier)
+    assert [j.key for j in judge] == [outcomes[1].job.key, unknown.key]
+    assert [(c.job.key, c.verdict) for c in carried] == [(outcomes[0].job.key, "killed"), (outcomes[2].job.key, "killed")]
+    assert all(c.killed_by.startswith("earlier run") for c in carried)
+
+    again = rescored(json.loads(earlier.read_text()), {outcomes[1].job.key: "a default no caller uses"})
+    assert (again["killed"], again["survived"], again["equivalent"], again["score"]) == (2, 0, 1, 1.0)
+    assert rescored(again, {})["survived"] == 1  # an entry taken out of the file counts against the score again
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("[1, 2]")
+    try:
+        split_by_earlier([], garbage)
+    except EquivalentFileError as exc:
+        assert str(garbage) in str(exc)
+    else:
+        raise AssertionError("a file that is not a report was taken")
