@@ -27,13 +27,13 @@ def _preload(reference: bool) -> None:
     import pytest  # noqa: F401
     import yaml  # noqa: F401
 
+    from spec.loader import default_spec
+
+    default_spec()  # the catalog, read and validated once (a second a run); it imports nothing of reference_impl
     if reference:
         import adapters.driver  # noqa: F401
         import suites.harness  # noqa: F401
         import suites.oracle  # noqa: F401
-        from spec.loader import default_spec
-
-        default_spec()
 
 
 def _child(request: dict, out_fd: int) -> None:

@@ -18,7 +18,7 @@ message must contain) and ``error_code`` (the RocketMQ code it carries). A rule 
 Values: plain YAML, except a mapping ``{new: module.Class, args: [...], kwargs: {...}}`` builds an object
 (or calls a rule for its result; ``attr: name`` then takes an attribute of it),
 ``{ref: module.NAME}`` is a rule module's constant (inputs only: expectations are literal values),
-``{hex: "0A0B"}`` is bytes, and a string given for a parameter annotated with an
+``{hex: "0A0B"}`` is bytes (an expectation too), and a string given for a parameter annotated with an
 enum becomes that enum's member; a list given for a ``set`` parameter becomes a set, a string given for a
 ``bytes`` parameter its UTF-8 bytes.
 
@@ -128,6 +128,8 @@ def call(rule: Callable[..., Any], arguments: Mapping[str, Any]) -> Any:
 
 
 def matches(actual: Any, expected: Any) -> bool:
+    if isinstance(actual, (bytes, bytearray)) and isinstance(expected, Mapping) and set(expected) == {"hex"}:
+        return bytes(actual) == bytes.fromhex(str(expected["hex"]))
     if isinstance(expected, Mapping):
         if isinstance(actual, Mapping):
             wanted = {k: v for k, v in expected.items() if k != PARTIAL}

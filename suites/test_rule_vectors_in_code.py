@@ -125,6 +125,16 @@ def test_commitlog_lengths_and_crc():
     assert len(unit) == 105 and int.from_bytes(unit[4:8], "big", signed=True) == st.MESSAGE_MAGIC_CODE
     assert int.from_bytes(unit[8:12], "big") == 907060870 and int.from_bytes(unit[12:16], "big") == 3
     assert st.decode_commitlog(unit).body == b"hello"
+    assert st.body_crc(b"a") == 1756872259                      # UtilAll.crc32: CRC32 & 0x7FFFFFFF (an odd one)
+    # a unit made of the record's defaults: a broker on 127.0.0.1:10911, every number 0, read back field by field
+    plain = st.decode_commitlog(st.encode_commitlog(st.CommitLogMessage("T")))
+    assert plain == st.CommitLogMessage("T", b"", 0, 0, 0, 0, 0, 0, ("127.0.0.1", 0), 0, ("127.0.0.1", 10911), 0, 0, {})
+    with pytest.raises(ValueError, match="magic"):
+        st.decode_commitlog(unit[:4] + (1).to_bytes(4, "big") + unit[8:])
+    with pytest.raises(ValueError, match="CRC"):
+        st.decode_commitlog(unit.replace(b"hello", b"jello"))    # a byte of the body changed
+    units = list(st.iter_units(unit + unit + (8).to_bytes(4, "big") + st.BLANK_MAGIC_CODE.to_bytes(4, "big", signed=True)))
+    assert [u.queue_offset for u in units] == [7, 7]
 
 
 @pytest.mark.spec("STORE-02")
@@ -339,7 +349,17 @@ def test_sync_loop_decisions():
     budgets = s.sync_send([s.Attempt(failure="remoting", cost_ms=2900), s.Attempt(codes.R_SUCCESS)]).budgets_ms
     assert budgets == [3000, 100]
     slow = s.sync_send([s.Attempt(failure="timeout")] * 3)
-    assert len(slow.attempts) == 1 and slow.error == "sendDefaultImpl call timeout"
+    assert len(slow.attempts) == 1 and slow.error == "sendDefaultImpl call timeout" and slow.error_code == -1
+    assert s.elapsed_ms(slow) == 3001                              # a timeout takes its whole budget, then its cost
+    # timeout < costTime ends the loop: a cost of exactly the timeout still gets an attempt (with no budget left)
+    edge = s.sync_send([s.Attempt(codes.R_SYSTEM_ERROR, cost_ms=3000), s.Attempt(codes.R_SUCCESS)])
+    assert edge.status == "SEND_OK" and edge.budgets_ms == [3000, 0]
+    failing = s.sync_send([s.Attempt(codes.R_SYSTEM_ERROR)] * 4)   # 1 + retryTimesWhenSendFailed, 1 ms each
+    assert len(failing.attempts) == 3 and failing.error_code == codes.R_SYSTEM_ERROR
+    assert failing.error == "Send [3] times, still failed, cost [3]ms (MQBrokerException)"
+    assert (s.sync_send([]).error_code, s.sync_send([]).error) == (-1, "Send [0] times, still failed, cost [0]ms (no attempt)")
+    assert s.sync_send([s.Attempt(codes.R_MESSAGE_ILLEGAL)]).error_code == codes.R_MESSAGE_ILLEGAL  # not retried
+    assert [a.code for a in s.oneway_send([s.Attempt(codes.R_SUCCESS), s.Attempt(codes.R_SYSTEM_ERROR)]).attempts] == [0]
 
 
 @pytest.mark.spec("SEND-4X-03")
@@ -347,6 +367,8 @@ def test_system_busy_is_retried_from_5x():
     busy = [s.Attempt(codes.R_SYSTEM_BUSY), s.Attempt(codes.R_SUCCESS)]
     assert s.sync_send(busy, version="4.9.8").error_code == 2
     assert s.sync_send(busy, version="5.3.0").status == "SEND_OK"
+    assert codes.R_SYSTEM_BUSY not in s.retry_response_codes("5.2.0")
+    assert {codes.R_SYSTEM_BUSY, codes.R_GO_AWAY} <= s.retry_response_codes("5.3.0")
 
 
 @pytest.mark.spec("SEND-4X-05", "CLAIM-10")
@@ -383,6 +405,12 @@ def test_java_5x_send_retry():
     assert s.java_5x_send([busy, busy, busy], settings_synced=False).waits_ms == [0, 0]
     net = s.java_5x_send([s.GrpcAttempt(network_error=True), s.GrpcAttempt()])
     assert net.ok and net.waits_ms == [0]
+    # the default policy (10 ms, 1 s, x2) from the second attempt: its maximum from the eighth
+    assert s.java_5x_send([busy] * 9, max_attempts=9).waits_ms == [20, 40, 80, 160, 320, 640, 1000, 1000]
+    assert len(s.java_5x_send([busy] * 5).attempts) == 3          # maxAttempts 3
+    node = s.send_5x([busy] * 3, node5x.SDK, backoff=(2000, 60000, 2))   # SDK-NODE-02: whole seconds as ms
+    assert node.waits_ms == [node5x.publishing_retry_delay_ms(2, (2000, 60000, 2)),
+                             node5x.publishing_retry_delay_ms(3, (2000, 60000, 2))] == [4, 8]
 
 
 @pytest.mark.spec("SEND-5X-02")
