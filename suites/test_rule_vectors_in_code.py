@@ -462,3 +462,36 @@ def test_node_message_type_numbers_are_the_protocols():
     """The numbers the Node.js client prints for message types are ``apache.rocketmq.v2.MessageType``'s."""
     from rocketmq.grpc_protocol import definition_pb2
     assert node5x.MESSAGE_TYPE_NUMBERS == {n: definition_pb2.MessageType.Value(n) for n in node5x.MESSAGE_TYPE_NUMBERS}
+
+
+@pytest.mark.spec("LIMIT-01", "LIMIT-02")
+def test_name_lengths_at_their_limits():
+    """127 characters for a topic, 255 for a group: the limit itself passes, one more is refused."""
+    for check in (v.check_topic_client_4x, v.check_topic_broker_4x, v.check_topic_proxy):
+        check("t" * 127)
+        with pytest.raises(RocketMQError):
+            check("t" * 128)
+    v.check_group("g" * 255)
+    with pytest.raises(RocketMQError, match="longer than group max length 255"):
+        v.check_group("g" * 256)
+
+
+@pytest.mark.spec("LIMIT-04")
+def test_property_sizes_at_their_limits():
+    v.check_properties_store("a" * 32767)                      # Short.MAX_VALUE, in characters and in bytes
+    for too_long in ("a" * 32768, "\u00e9" * 16384):           # 16384 characters are 32768 UTF-8 bytes
+        with pytest.raises(RocketMQError):
+            v.check_properties_store(too_long)
+    v.check_properties_proxy({f"k{i}": "v" for i in range(128)})
+    with pytest.raises(RocketMQError) as many:
+        v.check_properties_proxy({f"k{i}": "v" for i in range(129)})
+    assert many.value.code == codes.MESSAGE_PROPERTIES_TOO_LARGE
+    v.check_properties_proxy({"k": "v" * 16383})                # key and value bytes: 16 KiB exactly
+    with pytest.raises(RocketMQError):
+        v.check_properties_proxy({"k": "v" * 16384})
+    with pytest.raises(RocketMQError):                          # keys count too
+        v.check_properties_proxy({"k": "v" * 16382}, keys=["ab"])
+    v.check_properties_proxy({"k": "v" * 16381}, keys=["ab"])
+    v.check_body_python_5x(b"x" * v.MAX_MESSAGE_SIZE)
+    with pytest.raises(RocketMQError):
+        v.check_body_python_5x(b"x" * (v.MAX_MESSAGE_SIZE + 1))
