@@ -33,7 +33,6 @@ from .operators import Mutant, apply, mutants
 from .selection import (
     SuiteTest,
     keyword,
-    rule_suites,
     selection,
     spec_ids_at,
     suite_tests,
@@ -189,8 +188,7 @@ class Runner:
         """The rule suites' own limit: ten times what they take against the unmutated rules (``baseline``), at
         least 30 s, so that a mutant looping in a rule is called killed in seconds, not after ``timeout_s``."""
         self.tests = suite_tests(SUITES)
-        self.rule_files = rule_suites(SUITES)
-        self.vector_tests = [t for t in self.tests if t.file in self.rule_files]
+        self.vector_tests = [t for t in self.tests if t.rule]
         self._spec_cache: dict[tuple[str, int], set[str]] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -206,7 +204,7 @@ class Runner:
 
     def target_tests(self, job: Job) -> list[SuiteTest]:
         """The tests that judge ``job`` through the driver target (the rule suites are the other channel)."""
-        return [t for t in self.selected(job) if t.file not in self.rule_files]
+        return [t for t in self.selected(job) if not t.rule]
 
     def rule_tests(self, job: Job) -> list[SuiteTest]:
         """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those
@@ -242,8 +240,8 @@ class Runner:
         files = sorted({str(SUITES / t.file) for t in tests})
         timeout_s = timeout_s or (self.vector_timeout_s if channel == "vectors" else self.timeout_s)
         if channel == "vectors":  # the rules imported from the scratch copy: its directory is the first on the path
-            return scratch.bare.run(_argv(files, "", ["--import-mode=append"], stop_at_first), scratch.dir,
-                                    [str(scratch.dir)], timeout_s)
+            return scratch.bare.run(_argv(files, keyword(tests), ["--import-mode=append"], stop_at_first),
+                                    scratch.dir, [str(scratch.dir)], timeout_s)
         return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch)],
                                           stop_at_first), ROOT, [], timeout_s)
 

@@ -73,38 +73,39 @@ def _class_ids(source_lines: list[str], node: ast.ClassDef) -> set[str]:
 
 @dataclass(frozen=True)
 class SuiteTest:
-    """A suite test function and the spec IDs it is marked with."""
+    """A suite test function, the spec IDs it is marked with, and whether it checks the reference's own
+    rules (marked ``reference_rule``, on itself or its module): such a test imports the rule functions, so
+    only a mutant imported in its own process can meet it."""
 
     file: str
     name: str
     spec_ids: frozenset[str]
+    rule: bool = False
+
+
+def _marks(decorators: list[ast.expr]) -> tuple[set[str], bool]:
+    ids: set[str] = set()
+    rule = False
+    for decorator in decorators:
+        if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("mark.spec"):
+            ids |= {a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+        rule = rule or ast.unparse(decorator).endswith("mark.reference_rule")
+    return ids, rule
 
 
 def suite_tests(suites_dir: Path) -> list[SuiteTest]:
-    """Every ``test_*`` function of ``suites_dir/test_*.py`` with its ``@pytest.mark.spec`` IDs."""
+    """Every ``test_*`` function of ``suites_dir/test_*.py`` with its ``@pytest.mark.spec`` IDs and whether
+    it is a rule test."""
     out = []
     for path in sorted(suites_dir.glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
+        body = ast.parse(path.read_text()).body
+        module_rule = any(isinstance(n, ast.Assign) and any(ast.unparse(t) == "pytestmark" for t in n.targets)
+                          and "reference_rule" in ast.unparse(n.value) for n in body)
+        for node in body:
             if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
                 continue
-            ids: set[str] = set()
-            for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("mark.spec"):
-                    ids |= {a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
-            out.append(SuiteTest(path.name, node.name, frozenset(ids)))
-    return out
-
-
-def rule_suites(suites_dir: Path) -> set[str]:
-    """The suite files whose every test checks the reference's own rules (``pytestmark =
-    pytest.mark.reference_rule``): they import the rule functions, so only a mutant imported in their own
-    process can meet them."""
-    out = set()
-    for path in sorted(suites_dir.glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
-            if (isinstance(node, ast.Assign) and any(ast.unparse(t) == "pytestmark" for t in node.targets)
-                    and "reference_rule" in ast.unparse(node.value)):
-                out.add(path.name)
+            ids, rule = _marks(node.decorator_list)
+            out.append(SuiteTest(path.name, node.name, frozenset(ids), module_rule or rule))
     return out
 
 

@@ -45,3 +45,17 @@ def f(a: int = 1) -> bool:
                for m in mutants(source))
     lines = {m.line for m in mutants(source)}
     assert 3 not in lines and 5 not in {m.line for m in mutants(source) if m.operator != "drop-statement"}
+
+
+def test_no_mutant_is_equivalent_by_the_language_alone():
+    """A trailing ``return None`` and an attribute's docstring are never dropped: no test could tell."""
+    source = '''
+def g(self, a):
+    self.x = a
+    """The attribute's docstring."""
+    if a:
+        return 1
+    return None
+'''
+    dropped = {m.line for m in mutants(source) if m.operator == "drop-statement"}
+    assert dropped == {3, 5}
