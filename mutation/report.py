@@ -36,19 +36,28 @@ def load_equivalents(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
     return out
 
 
-def split_by_earlier(jobs: list[Any], earlier: Path) -> tuple[list[Any], list[Outcome]]:
-    """(the jobs to judge, the outcomes carried over) against an earlier run's ``mutation.json``: a mutant it
-    counted killed stays killed (``killed_by`` says "earlier run"), every other one is judged again, and so is
-    every mutant it does not know (a mutant's key carries its place in the module's syntax tree, so an edited
-    module's mutants are all new). Carrying kills over assumes the suites lost no test since that run."""
+def load_report(path: Path) -> dict[str, Any]:
+    """An earlier run's ``mutation.json`` (for ``--again`` and ``--rescore``), its outcomes checked for the
+    fields they are read by."""
     try:
-        earlier_outcomes = {o["mutant"]: o for o in json.loads(earlier.read_text())["outcomes"]}
+        report = json.loads(path.read_text())
+        if not all(isinstance(o, dict) and {"mutant", "area", "verdict"} <= set(o) for o in report["outcomes"]):
+            raise ValueError("an outcome lacks its mutant, area or verdict")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise EquivalentFileError(f"{earlier}: not a mutation.json written by rmqc mutate: {exc}") from None
+        raise EquivalentFileError(f"{path}: not a mutation.json written by rmqc mutate: {exc}") from None
+    return report
+
+
+def split_by_earlier(jobs: list[Any], earlier: dict[str, Any]) -> tuple[list[Any], list[Outcome]]:
+    """(the jobs to judge, the outcomes carried over) against an earlier run's report (``load_report``): a
+    mutant it counted killed stays killed (``killed_by`` says "earlier run"), every other one is judged again,
+    and so is every mutant it does not know (a mutant's key carries its place in the module's syntax tree, so
+    an edited module's mutants are all new). Carrying kills over assumes the suites lost no test since that run."""
+    earlier_outcomes = {o["mutant"]: o for o in earlier["outcomes"]}
     judge, carried = [], []
     for job in jobs:
         old = earlier_outcomes.get(job.key)
-        if old is not None and old.get("verdict") == "killed":
+        if old is not None and old["verdict"] == "killed":
             carried.append(Outcome(job, "killed", f"earlier run: {old.get('killed_by', '')}", 0.0,
                                    int(old.get("tests", 0))))
         else:

@@ -30,13 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .operators import Mutant, apply, mutants
-from .selection import (
-    SuiteTest,
-    keyword,
-    selection,
-    spec_ids_at,
-    suite_tests,
-)
+from .selection import SuiteTest, keyword, selection, spec_ids_at, suite_tests
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "reference_impl"

@@ -6,7 +6,6 @@ survivor with its diff (``mutation.report``)."""
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import signal
 import sys
@@ -58,23 +57,20 @@ def mutate(args: argparse.Namespace) -> int:
     except report.EquivalentFileError as exc:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
-    if args.rescore is not None:
-        try:
-            result = report.rescored(json.loads(args.rescore.read_text()), equivalents)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"rmqc mutate: error: {args.rescore}: not a mutation.json written by rmqc mutate: {exc}",
-                  file=sys.stderr)
-            return 2
+    try:
+        earlier = {flag: report.load_report(path) for flag, path in (("rescore", args.rescore), ("again", args.again))
+                   if path is not None}
+    except report.EquivalentFileError as exc:
+        print(f"rmqc mutate: error: {exc}", file=sys.stderr)
+        return 2
+    if "rescore" in earlier:
+        result = report.rescored(earlier["rescore"], equivalents)
         report.write(args.out, result)
         return _summary(args, result)
     jobs = jobs_for(paths)
     carried = []
-    if args.again is not None:
-        try:
-            jobs, carried = report.split_by_earlier(jobs, args.again)
-        except report.EquivalentFileError as exc:
-            print(f"rmqc mutate: error: {exc}", file=sys.stderr)
-            return 2
+    if "again" in earlier:
+        jobs, carried = report.split_by_earlier(jobs, earlier["again"])
     if args.max is not None and args.max < len(jobs):
         jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
     runner = Runner(args.timeout)
