@@ -16,6 +16,7 @@ from mutation.report import (
     EquivalentFileError,
     as_json,
     load_equivalents,
+    load_report,
     mark_equivalents,
     rescored,
     scores,
@@ -119,19 +120,28 @@ def test_again_carries_earlier_kills_and_rescore_applies_the_equivalents_file(tm
     earlier = tmp_path / "mutation.json"
     earlier.write_text(json.dumps(as_json(outcomes, 1.0, 2, 0)))
     unknown = _outcome("rules.a", "survived", 9).job
-    judge, carried = split_by_earlier([o.job for o in outcomes] + [unknown], earlier)
+    judge, carried = split_by_earlier([o.job for o in outcomes] + [unknown], load_report(earlier))
     assert [j.key for j in judge] == [outcomes[1].job.key, unknown.key]
-    assert [(c.job.key, c.verdict) for c in carried] == [(outcomes[0].job.key, "killed"), (outcomes[2].job.key, "killed")]
+    assert [(c.job.key, c.verdict) for c in carried] == [(outcomes[0].job.key, "killed"),
+                                                         (outcomes[2].job.key, "killed")]
     assert all(c.killed_by.startswith("earlier run") for c in carried)
 
-    again = rescored(json.loads(earlier.read_text()), {outcomes[1].job.key: "a default no caller uses"})
+    again = rescored(load_report(earlier), {outcomes[1].job.key: "a default no caller uses"})
     assert (again["killed"], again["survived"], again["equivalent"], again["score"]) == (2, 0, 1, 1.0)
     assert rescored(again, {})["survived"] == 1  # an entry taken out of the file counts against the score again
     garbage = tmp_path / "garbage.json"
     garbage.write_text("[1, 2]")
     try:
-        split_by_earlier([], garbage)
+        load_report(garbage)
     except EquivalentFileError as exc:
         assert str(garbage) in str(exc)
     else:
         raise AssertionError("a file that is not a report was taken")
+
+
+def test_every_equivalent_mutant_is_one_of_the_current_source() -> None:
+    """An entry of ``mutation/equivalent.yaml`` goes stale when its module is edited (a key holds the mutant's
+    place in the syntax tree): it must then be marked again, or its mutant counts as a survivor unseen."""
+    entries = load_equivalents()
+    current = {j.key for j in jobs_for(sorted({key.split(":")[0] for key in entries}))}
+    assert sorted(set(entries) - current) == [], "stale entries: mark these mutants again under their new keys"

@@ -242,9 +242,12 @@ class SdkRetryPolicy:
 
     max_attempts: int
     delay_ms: tuple[int, ...] = field(default_factory=tuple)   # by attempt, 1-based via index attempt-1
-    strategy: str = "CUSTOMIZED"
     exponential: tuple[float, float, float] | None = None
     """(initial ms, max ms, multiplier) of an EXPONENTIAL policy; a customized one has none."""
+
+    @property
+    def strategy(self) -> str:
+        return "CUSTOMIZED" if self.exponential is None else "EXPONENTIAL"
 
     def next_attempt_delay_ms(self, attempt: int) -> int:
         if self.exponential is not None:
@@ -266,7 +269,7 @@ def sdk_consumer_policy(sdk: Sdk, settings: ConsumerSettings) -> "SdkRetryPolicy
     if sdk == "java":
         if b.strategy == "CUSTOMIZED":
             return SdkRetryPolicy(b.max_attempts, tuple(b.customized_ms))
-        return SdkRetryPolicy(b.max_attempts, (), "EXPONENTIAL", (b.initial_ms, b.max_ms, b.multiplier))
+        return SdkRetryPolicy(b.max_attempts, (), (b.initial_ms, b.max_ms, b.multiplier))
     if b.strategy == "CUSTOMIZED":
         seconds = python_customized_durations_s(b.customized_ms)
         return SdkRetryPolicy(b.max_attempts, tuple(s * 1000 for s in seconds))
