@@ -38,6 +38,9 @@ SUITES = ROOT / "suites"
 EVERY_RULE_MUTANT = ("test_rule_vectors.py", "test_rule_vectors_in_code.py", "test_sql92_grammar.py")
 """Rule suites every rule mutant meets, whatever IDs its code cites: a vector's behaviour is marked at run
 time, not in the source, and all of them take a second or two. The other rule suites are chosen by ID."""
+EVERY_MUTANT_THROUGH_TARGET = ("test_differential.py",)
+"""Target suites every mutant meets, whatever IDs its code cites: they compare whole stories of generated
+workloads and programs with the reference's, so any behaviour they reach is theirs."""
 DEFAULT_TIMEOUT_S = 180.0
 
 
@@ -197,8 +200,10 @@ class Runner:
         return selection(self.tests, ids)
 
     def target_tests(self, job: Job) -> list[SuiteTest]:
-        """The tests that judge ``job`` through the driver target (the rule suites are the other channel)."""
-        return [t for t in self.selected(job) if not t.rule]
+        """The tests that judge ``job`` through the driver target (the rule suites are the other channel): those
+        of the IDs its code cites and ``EVERY_MUTANT_THROUGH_TARGET``."""
+        chosen = set(self.selected(job))
+        return [t for t in self.tests if not t.rule and (t in chosen or t.file in EVERY_MUTANT_THROUGH_TARGET)]
 
     def rule_tests(self, job: Job) -> list[SuiteTest]:
         """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those

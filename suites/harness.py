@@ -2,20 +2,28 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Mapping
 
 from adapters.base import Target
 from history.outcomes import NotApplicable
-from history.profiles import GRPC_5X, REMOTING_4X
+from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.trace import Life, lives
+from history.transcripts import Step, first_divergence, transcripts
 from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import NODE_5X_SDK
 
-from .checks import check_differential, check_scenario, client_timed, scaled_waits
+from .checks import (
+    check_differential,
+    check_scenario,
+    client_timed,
+    require,
+    scaled_waits,
+)
 from .oracle import default_oracle
+from .programs import Program, Run, program_duration_ms, run_program
 from .reach import out_of_reach
 from .scenario import Scenario, run_scenario
-from .tolerance import tolerance_for
+from .tolerance import Tolerance, tolerance_for
 
 
 def drives_nodejs_only(target: Target) -> bool:
@@ -69,4 +77,74 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
         if client_timed(scenario) and factor != 1.0:
             predicted = {k: scaled_waits(v, factor) for k, v in predicted.items()}
         check_differential(observed, predicted, tolerance, scenario.spec or ("RETRY-CONC-04",))
+    return observed
+
+
+VERDICT_ID = {"push4x-concurrent": "RETRY-CONC-04", "push4x-orderly": "ORDER-4X-03",
+              "push4x-broadcast": "RETRY-CONC-02",
+              "push5x": "RETRY-5X-07", "push5x-fifo": "RETRY-5X-08", KAFKA_RETRY: "KAFKA-01"}
+"""The behaviour a consumer kind's whole story stands for, named when a transcript parts from the reference's."""
+
+
+def _slack_ms(want: list[Step], tolerance: Tolerance) -> dict[int, float]:
+    """How far each step's time may lie from the reference's: the wall clock's noise on the time itself plus
+    the legitimate lateness window once per redelivery before it (exact on a virtual clock)."""
+    slack, redeliveries = {}, 0
+    for i, step in enumerate(want):
+        if step.kind == "DELIVER" and i:
+            redeliveries += 1
+        slack[i] = 2 * tolerance.allowed(step.at_ms) + tolerance.spread_ms * redeliveries
+    return slack
+
+
+def _require_same_stories(observed: Mapping[str, list[Step]], predicted: Mapping[str, list[Step]],
+                          tolerance: Tolerance, sid: str) -> None:
+    require(set(observed) == set(predicted), sid,
+            f"keys with a story {sorted(observed)} differ from the reference's {sorted(predicted)}")
+    for key, want in sorted(predicted.items()):
+        divergence = first_divergence(key, observed[key], want, _slack_ms(want, tolerance))
+        require(divergence is None, sid, divergence.describe() if divergence else "")
+
+
+def run_compared(make_target: Callable[..., Target], reference_for: Callable[..., Target],
+                 scenario: Scenario) -> dict[str, list[Step]]:
+    """Run ``scenario`` on the target and on the reference and require the same transcript for every key
+    (``history.transcripts``): what each delivery showed the listener, where each copy was stored, what a
+    dead-lettered copy carries, in the same order and, within the target's tolerance, at the same times."""
+    target = make_target(scenario.profile)
+    scenario = fit_to_target(target, scenario)
+    try:
+        target.require_duration(expected_duration_ms(scenario, target.client_timer_scale))
+        observed = transcripts(run_scenario(target, scenario))
+    except NotApplicable as exc:
+        out_of_reach(exc)
+    predicted = transcripts(run_scenario(reference_for(scenario.profile), scenario))
+    _require_same_stories(observed, predicted, tolerance_for(target, redelivery=scenario.consumer == "push5x"),
+                          VERDICT_ID[scenario.consumer])
+    return observed
+
+
+def run_programs_compared(make_target: Callable[..., Target], reference_for: Callable[..., Target],
+                          program: Program) -> Run:
+    """Run ``program`` on the target and on the reference: each step's result, every key's transcript and
+    every stored copy of the topics the messages went through must be the reference's."""
+    target = make_target(program.profile)
+    try:
+        target.require_duration(program_duration_ms(program))
+        observed = run_program(target, program)
+    except NotApplicable as exc:
+        out_of_reach(exc)
+    predicted = run_program(reference_for(program.profile), program)
+    sid = "RETRY-5X-07" if program.profile == GRPC_5X else "RETRY-CONC-04"
+    for i, (seen, want) in enumerate(zip(observed.results, predicted.results), start=1):
+        require(seen == want, sid, f"step {i} {program.steps[i - 1]}: observed {seen!r}; the reference has {want!r}")
+    _require_same_stories(observed.stories, predicted.stories,
+                          tolerance_for(target, redelivery=program.profile == GRPC_5X), sid)
+    if observed.stored:  # the target can read what it stores (observe.stored)
+        for topic, copies in predicted.stored.items():
+            require(observed.stored.get(topic) == copies, sid,
+                    f"topic {topic} stores {observed.stored.get(topic)}; the reference stores {copies}")
+    if observed.offsets:  # the target tells a group's committed offsets (observe.offset)
+        require(observed.offsets == predicted.offsets, "OFFSET-04",
+                f"committed offsets {observed.offsets}; the reference commits {predicted.offsets}")
     return observed

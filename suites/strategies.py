@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from history.profiles import KAFKA_RETRY, REMOTING_4X
+from history.values import CPP_4X_SDK
+
+from .programs import Program
 from .scenario import MessagePlan, Scenario
 
 OUTCOMES_4X = ("RECONSUME_LATER", "EXCEPTION", "NULL")
@@ -11,9 +15,10 @@ OUTCOMES_4X = ("RECONSUME_LATER", "EXCEPTION", "NULL")
 @st.composite
 def message_plans(draw: st.DrawFn, max_failures: int, outcomes: tuple[str, ...] = OUTCOMES_4X,
                   groups: bool = False, min_size: int = 1, max_size: int = 4,
-                  boundaries: tuple[int, ...] = ()) -> tuple[MessagePlan, ...]:
+                  boundaries: tuple[int, ...] = (), delays: bool = False) -> tuple[MessagePlan, ...]:
     """Messages with failure counts; ``boundaries`` (values around a documented maximum) are drawn
-    as often as the whole uniform range, so the ends of the ladders are always exercised."""
+    as often as the whole uniform range, so the ends of the ladders are always exercised. With ``delays``
+    some messages are sent with a delay level, one past the table's end among them (DELAY-01, DELAY-02)."""
     count = draw(st.integers(min_size, max_size))
     failures = st.integers(0, max_failures)
     if boundaries:
@@ -22,7 +27,8 @@ def message_plans(draw: st.DrawFn, max_failures: int, outcomes: tuple[str, ...] 
     for i in range(count):
         plans.append(MessagePlan(
             key=f"m{i}", failures=draw(failures), outcome=draw(st.sampled_from(outcomes)),
-            message_group=draw(st.sampled_from(["g0", "g1"])) if groups else None))
+            message_group=draw(st.sampled_from(["g0", "g1"])) if groups else None,
+            delay_level=draw(st.sampled_from([0, 0, 0, 1, 3, 18, 19])) if delays else 0))
     return tuple(plans)
 
 
@@ -63,3 +69,95 @@ def fifo_5x() -> st.SearchStrategy[Scenario]:
         message_plans(14, ("RECONSUME_LATER",), groups=True, max_size=3, boundaries=(1, 2, 3)),
         st.sampled_from([None, 1, 2, 3]),
         st.sampled_from(["java", "python"]))
+
+
+WORKLOAD_CLIENTS = {"push4x-concurrent": ("java", CPP_4X_SDK), "push4x-orderly": ("java", CPP_4X_SDK),
+                    "push4x-broadcast": ("java", CPP_4X_SDK), "push5x": ("java", "python"),
+                    "push5x-fifo": ("java", "python"), KAFKA_RETRY: ("java",)}
+"""Consumer kind -> the clients whose habits the reference holds for it."""
+
+
+def workloads(consumer: str, sdk: str) -> st.SearchStrategy[Scenario]:
+    """Scenarios of one consumer kind and client with every set-up choice a scenario has: delay levels,
+    consumers started before or after the sends, several instances and queues, failed send-backs and
+    republishes (4.x concurrent)."""
+    start = st.sampled_from(["before_send", "after_send"])
+    if consumer == "push4x-concurrent":
+        faults = st.dictionaries(st.sampled_from(["send_back_failures", "retry_republish_failures"]),
+                                 st.sampled_from([1, 2, -1]), max_size=2)
+        return st.builds(
+            lambda msgs, max_rt, instances, queues, first, fault: Scenario(
+                consumer, msgs, max_reconsume_times=max_rt, instances=instances, queues=queues, sdk=sdk,
+                consumers_start=first, faults=fault),
+            message_plans(18, boundaries=(1, 2, 16, 17), delays=True), st.sampled_from([-1, 0, 1, 2, 3]),
+            st.integers(1, 3), st.integers(1, 4), start, faults)
+    if consumer == "push4x-orderly":
+        return st.builds(
+            lambda msgs, max_rt, queues, first: Scenario(consumer, msgs, max_reconsume_times=max_rt, queues=queues,
+                                                         sdk=sdk, consumers_start=first),
+            message_plans(5, ("SUSPEND", "EXCEPTION", "NULL"), max_size=3, boundaries=(1, 2, 3)),
+            st.sampled_from([-1, 0, 1, 2, 3]), st.integers(1, 4), start)
+    if consumer == "push4x-broadcast":
+        return st.builds(lambda msgs, n, first: Scenario(consumer, msgs, instances=n, sdk=sdk, consumers_start=first),
+                         message_plans(3, delays=True), st.integers(1, 3), start)
+    if consumer == "push5x":
+        return st.builds(
+            lambda msgs, rmt, instances, first: Scenario(consumer, msgs, retry_max_times=rmt, sdk=sdk,
+                                                         instances=instances, consumers_start=first),
+            message_plans(4, ("RECONSUME_LATER", "EXCEPTION"), boundaries=(1, 2, 3)),
+            st.sampled_from([None, 0, 1, 2, 3]), st.integers(1, 2), start)
+    if consumer == KAFKA_RETRY:
+        return st.builds(
+            lambda msgs, rmt, partitions, instances, first: Scenario(
+                consumer, msgs, retry_max_times=rmt, queues=partitions, instances=instances, consumers_start=first),
+            message_plans(5, boundaries=(2, 3, 4)), st.sampled_from([None, 0, 1, 3]), st.integers(1, 4),
+            st.integers(1, 2), start)
+    return st.builds(
+        lambda msgs, rmt, first: Scenario(consumer, msgs, retry_max_times=rmt, sdk=sdk, consumers_start=first),
+        message_plans(4, ("RECONSUME_LATER",), groups=True, max_size=3, boundaries=(1, 2, 3)),
+        st.sampled_from([None, 1, 2, 3]), start)
+
+
+KEYS = ("k0", "k1", "k2", "k3")
+
+
+@st.composite
+def programs(draw: st.DrawFn, profile: str) -> Program:
+    """A user's program of one profile: consumers started and shut down between sends, time passing, and on
+    5.x a simple consumer's receives, acks and changes of invisible time; each key's listener fails its first
+    deliveries as drawn (the ends of the ladders among them)."""
+    failures = draw(st.dictionaries(st.sampled_from(KEYS), st.tuples(
+        st.integers(0, 4) | st.sampled_from([15, 16, 17]),
+        st.sampled_from(["RECONSUME_LATER", "EXCEPTION"] + (["NULL", "SUSPEND"] if profile == REMOTING_4X else [])))))
+    advance = st.tuples(st.just("advance"), st.sampled_from([0, 999, 1000, 5000, 10_000, 60_000, 600_000]))
+    if profile == REMOTING_4X:
+        kind = draw(st.sampled_from(["concurrent", "orderly", "broadcast"]))
+        consumer = ("push4x", kind == "orderly", kind == "broadcast", draw(st.sampled_from([-1, 0, 1, 2, 16])),
+                    draw(st.sampled_from(["java", CPP_4X_SDK])))
+        send = st.tuples(st.just("send"), st.sampled_from(KEYS), st.fixed_dictionaries({}, optional={
+            "delay_level": st.sampled_from([1, 3, 18, 19]), "tags": st.sampled_from(["a", "b"]),
+            "mode": st.sampled_from(["async", "oneway"])}))
+        others = [st.just(consumer), st.tuples(st.just("shutdown"), st.integers(0, 1))]
+        if kind == "concurrent":
+            others.append(st.tuples(st.just("fault"), st.sampled_from(["send_back", "retry_republish"]),
+                                    st.sampled_from([1, 2, -1])))
+        steps = draw(st.lists(st.one_of(send, advance, *others), min_size=1, max_size=10))
+        return Program(profile, draw(st.integers(1, 4)), (consumer, *steps), failures=failures)
+    topic_type = draw(st.sampled_from(["NORMAL", "FIFO", "DELAY"]))
+    optional: dict[str, st.SearchStrategy] = {}
+    if topic_type == "FIFO":
+        optional["message_group"] = st.sampled_from(["g0", "g1"])
+    if topic_type == "DELAY":
+        optional["delay_ms"] = st.sampled_from([0, 999, 1000, 1001, 5000])
+    send = st.tuples(st.just("send"), st.sampled_from(KEYS), st.fixed_dictionaries(optional))
+    push = st.tuples(st.just("push5x"), st.sampled_from(["java", "python"]))
+    simple = [st.just(("simple",)),
+              st.tuples(st.just("receive"), st.integers(0, 1), st.integers(1, 4),
+                        st.sampled_from([1000, 10_000, 30_000])),
+              st.tuples(st.just("ack"), st.integers(0, 3)),
+              st.tuples(st.just("change"), st.integers(0, 3), st.sampled_from([0, 1000, 5000, 20_000]))]
+    first = draw(st.one_of(push, st.just(("simple",))))
+    steps = draw(st.lists(st.one_of(send, advance, push, st.tuples(st.just("shutdown"), st.integers(0, 1)),
+                                    *simple), min_size=1, max_size=12))
+    return Program(profile, draw(st.integers(1, 4)), (first, *steps), topic_type=topic_type,
+                   retry_max_times=draw(st.sampled_from([None, 0, 1, 2, 3])), failures=failures)
