@@ -18,9 +18,8 @@ from typing import Iterable, Mapping
 from .events import Event
 
 TRANSCRIPT_KINDS = ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN", "DELIVER", "CONSUME_OK", "CONSUME_FAIL",
-                    "RETRY_SCHEDULED", "DLQ", "ACK")
-"""Kinds that belong to one message's story (rebalances, offset commits and transaction checks do not name a
-key)."""
+                    "RETRY_SCHEDULED", "DLQ", "ACK", "TX_HALF", "TX_END", "TX_CHECK", "TX_DISCARD")
+"""Kinds that belong to one message's story (rebalances and offset commits do not name a key)."""
 DEPLOYMENT_DETAIL = frozenset({"broker", "attempts", "since_previous_ms", "queues", "sdk", "duplicates"})
 """Detail keys an implementation fills in by deployment or by client: where a send went, and a client's
 own name."""

@@ -16,18 +16,21 @@ from typing import Any, Mapping
 from adapters.base import Target
 from history.profiles import GRPC_5X
 from history.transcripts import Step, id_names, properties_text, transcripts
-from history.values import ListenerOutcome
+from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl.rules.codes import RocketMQError
 
 TOPIC, GROUP = "T", "G"
+HALF_TOPIC, OP_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+"""Where a broker keeps transaction halves and their op messages (TX-01, TX-05)."""
 SETTLE_MS = 24 * 3_600_000
 """Spec time a program's last step is given to play out: a 4.x ladder of 16 retries ends within 5 h."""
 
 
 @dataclass(frozen=True)
 class Program:
-    """One profile's set-up and steps. ``topic_type`` is a 5.x topic's message type (NORMAL, FIFO, DELAY);
+    """One profile's set-up and steps. ``topic_type`` is a 5.x topic's message type (NORMAL, FIFO, DELAY,
+    TRANSACTION);
     ``failures`` says how many deliveries of a key its listener fails, and with which outcome."""
 
     profile: str
@@ -36,6 +39,8 @@ class Program:
     topic_type: str = "NORMAL"
     retry_max_times: int | None = None
     failures: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    checks: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    """Key -> how many of the broker's checks of its transaction answer UNKNOWN, then the answer."""
 
 
 @dataclass
@@ -76,6 +81,7 @@ class _Interpreter:
         self.consumers: list[Any] = []
         self.received: list[MessageView] = []
         self.producer: Any = None
+        self.tx_producer: Any = None
 
     def set_up(self) -> None:
         p = self.program
@@ -99,6 +105,34 @@ class _Interpreter:
             options["delivery_timestamp_ms"] = self.target.now_ms() + options.pop("delay_ms")
         result = self.producer.send(TOPIC, key.encode(), key=key, **options)
         return f"send {key}: {result.status}"
+
+    def do_batch(self, keys: tuple[str, ...]) -> str:
+        results = self.producer.send_batch([{"topic": TOPIC, "body": k.encode(), "key": k} for k in keys])
+        return "batch: " + ",".join(r.status for r in results)
+
+    def do_tx(self, key: str, local_state: str | None) -> str:
+        if self.tx_producer is None:
+            self.tx_producer = self.target.transaction_producer("TP", self._check, topics=[TOPIC])
+        self.tx_producer.send_in_transaction(TOPIC, key.encode(), key=key, local_state=(
+            None if local_state is None else LocalTransactionState[local_state]))
+        return f"tx {key}"
+
+    def _check(self, key: str | None, n: int) -> LocalTransactionState | None:
+        unknown, answer = self.program.checks.get(key or "", (0, "COMMIT_MESSAGE"))
+        return None if n <= unknown else LocalTransactionState[answer]
+
+    def do_crash(self, index: int) -> str:
+        pushed = [c for c in self.consumers if hasattr(c, "crash")]
+        if not pushed:
+            return "crash: no push consumer"
+        consumer = pushed[index % len(pushed)]
+        self.consumers.remove(consumer)
+        consumer.crash()
+        return "crash"
+
+    def do_send_fault(self, outcome: str, count: int) -> str:
+        self.target.inject_send_fault("broker-a", outcome, count)
+        return f"send fault {outcome}"
 
     def do_push4x(self, orderly: bool, broadcasting: bool, max_rt: int, sdk: str) -> str:
         self.consumers.append(self.target.push_consumer_4x(
@@ -170,7 +204,9 @@ def _stored(target: Target, stories: dict[str, list[Step]], ids: Mapping[str, st
     if "observe.stored" not in target.capabilities:
         return {}
     topics = sorted({value for steps in stories.values() for s in steps for name, value in s.fields
-                     if name == "stored_topic" or (s.kind == "DLQ" and name == "topic")})
+                     if name == "stored_topic" or (s.kind == "DLQ" and name == "topic")}
+                    | ({HALF_TOPIC, OP_TOPIC} if any(s.kind == "TX_HALF" for steps in stories.values() for s in steps)
+                       else set()))
     return {topic: sorted(f"{view.key} rt={view.reconsume_times} {properties_text(view.properties, ids)}"
                           for view in target.read_stored(topic)) for topic in topics}
 

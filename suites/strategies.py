@@ -137,13 +137,14 @@ def programs(draw: st.DrawFn, profile: str) -> Program:
         send = st.tuples(st.just("send"), st.sampled_from(KEYS), st.fixed_dictionaries({}, optional={
             "delay_level": st.sampled_from([1, 3, 18, 19]), "tags": st.sampled_from(["a", "b"]),
             "mode": st.sampled_from(["async", "oneway"])}))
-        others = [st.just(consumer), st.tuples(st.just("shutdown"), st.integers(0, 1))]
+        others = [st.just(consumer), st.tuples(st.just("shutdown"), st.integers(0, 1)), *_producer_steps(),
+                  st.tuples(st.just("crash"), st.integers(0, 1))]
         if kind == "concurrent":
             others.append(st.tuples(st.just("fault"), st.sampled_from(["send_back", "retry_republish"]),
                                     st.sampled_from([1, 2, -1])))
         steps = draw(st.lists(st.one_of(send, advance, *others), min_size=1, max_size=10))
-        return Program(profile, draw(st.integers(1, 4)), (consumer, *steps), failures=failures)
-    topic_type = draw(st.sampled_from(["NORMAL", "FIFO", "DELAY"]))
+        return Program(profile, draw(st.integers(1, 4)), (consumer, *steps), failures=failures, checks=draw(_checks()))
+    topic_type = draw(st.sampled_from(["NORMAL", "FIFO", "DELAY", "TRANSACTION"]))
     optional: dict[str, st.SearchStrategy] = {}
     if topic_type == "FIFO":
         optional["message_group"] = st.sampled_from(["g0", "g1"])
@@ -157,7 +158,23 @@ def programs(draw: st.DrawFn, profile: str) -> Program:
               st.tuples(st.just("ack"), st.integers(0, 3)),
               st.tuples(st.just("change"), st.integers(0, 3), st.sampled_from([0, 1000, 5000, 20_000]))]
     first = draw(st.one_of(push, st.just(("simple",))))
+    extra = _producer_steps() if topic_type == "TRANSACTION" else _producer_steps()[1:] if topic_type == "NORMAL" \
+        else []
     steps = draw(st.lists(st.one_of(send, advance, push, st.tuples(st.just("shutdown"), st.integers(0, 1)),
-                                    *simple), min_size=1, max_size=12))
+                                    *simple, *extra), min_size=1, max_size=12))
     return Program(profile, draw(st.integers(1, 4)), (first, *steps), topic_type=topic_type,
-                   retry_max_times=draw(st.sampled_from([None, 0, 1, 2, 3])), failures=failures)
+                   retry_max_times=draw(st.sampled_from([None, 0, 1, 2, 3])), failures=failures, checks=draw(_checks()))
+
+
+def _producer_steps() -> list[st.SearchStrategy]:
+    """A transactional send (first: only on a topic that takes them), a batch, a broker failing sends."""
+    return [st.tuples(st.just("tx"), st.sampled_from(KEYS),
+                      st.sampled_from([None, "COMMIT_MESSAGE", "ROLLBACK_MESSAGE"])),
+            st.tuples(st.just("batch"), st.lists(st.sampled_from(KEYS), min_size=1, max_size=3).map(tuple)),
+            st.tuples(st.just("send_fault"), st.sampled_from(["system_busy", "timeout", "system_error"]),
+                      st.sampled_from([1, 2]))]
+
+
+def _checks() -> st.SearchStrategy:
+    return st.dictionaries(st.sampled_from(KEYS), st.tuples(st.integers(0, 3) | st.just(16),
+                                                              st.sampled_from(["COMMIT_MESSAGE", "ROLLBACK_MESSAGE"])))
