@@ -86,6 +86,27 @@ def transcripts(events: Iterable[Event]) -> dict[str, list[Step]]:
     return {key: [_step(e, story[0].ts_ms, ids) for e in story] for key, story in by_key.items()}
 
 
+def placements(events: Iterable[Event]) -> dict[str, tuple[object, ...]]:
+    """Key -> where it was placed: the queue of each send that stored it and which consumer (numbered in order
+    of first appearance in the history) had its first delivery. Both are choices the spec leaves to the
+    client: the producer's round robin starts at a random queue, and consumers' ids (which order the
+    allocation) are the client's own; a story that depends on them can be compared only where they agree."""
+    clients: dict[str, int] = {}
+    out: dict[str, list[object]] = {}
+    delivered: set[str] = set()
+    for event in events:
+        if event.client_id and event.client_id not in clients:
+            clients[event.client_id] = len(clients)
+        if event.key is None:
+            continue
+        if event.kind == "SEND_OK":
+            out.setdefault(event.key, []).append(f"queue {event.queue_id}")
+        elif event.kind == "DELIVER" and event.key not in delivered:
+            delivered.add(event.key)
+            out.setdefault(event.key, []).append(f"consumer {clients.get(event.client_id or '', -1)}")
+    return {key: tuple(value) for key, value in out.items()}
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where two transcripts of one key part: the index of the first step that differs, and both steps

@@ -8,7 +8,7 @@ from adapters.base import Target
 from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.trace import Life, lives
-from history.transcripts import Step, first_divergence, transcripts
+from history.transcripts import Step, first_divergence, placements, transcripts
 from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import NODE_5X_SDK
 
@@ -106,6 +106,16 @@ def _require_same_stories(observed: Mapping[str, list[Step]], predicted: Mapping
         require(divergence is None, sid, divergence.describe() if divergence else "")
 
 
+def _same_placement(observed: Mapping[str, tuple[object, ...]], predicted: Mapping[str, tuple[object, ...]]) -> None:
+    """Reject the example (``out_of_reach``) when the target placed a key elsewhere than the reference did: the
+    queue a send went to and the consumer that took it are the client's free choices, and the stories that
+    follow depend on them."""
+    for key, want in sorted(predicted.items()):
+        if observed.get(key) != want:
+            out_of_reach(NotApplicable(f"the target placed {key} at {observed.get(key)}, the reference at {want}: "
+                                       "placement is the client's choice, and the stories depend on it"))
+
+
 def run_compared(make_target: Callable[..., Target], reference_for: Callable[..., Target],
                  scenario: Scenario) -> dict[str, list[Step]]:
     """Run ``scenario`` on the target and on the reference and require the same transcript for every key
@@ -115,10 +125,12 @@ def run_compared(make_target: Callable[..., Target], reference_for: Callable[...
     scenario = fit_to_target(target, scenario)
     try:
         target.require_duration(expected_duration_ms(scenario, target.client_timer_scale))
-        observed = transcripts(run_scenario(target, scenario))
+        seen = run_scenario(target, scenario)
     except NotApplicable as exc:
         out_of_reach(exc)
-    predicted = transcripts(run_scenario(reference_for(scenario.profile), scenario))
+    want = run_scenario(reference_for(scenario.profile), scenario)
+    _same_placement(placements(seen), placements(want))
+    observed, predicted = transcripts(seen), transcripts(want)
     _require_same_stories(observed, predicted, tolerance_for(target, redelivery=scenario.consumer == "push5x"),
                           VERDICT_ID[scenario.consumer])
     return observed
@@ -135,6 +147,7 @@ def run_programs_compared(make_target: Callable[..., Target], reference_for: Cal
     except NotApplicable as exc:
         out_of_reach(exc)
     predicted = run_program(reference_for(program.profile), program)
+    _same_placement(observed.placed, predicted.placed)
     sid = "RETRY-5X-07" if program.profile == GRPC_5X else "RETRY-CONC-04"
     for i, (seen, want) in enumerate(zip(observed.results, predicted.results), start=1):
         require(seen == want, sid, f"step {i} {program.steps[i - 1]}: observed {seen!r}; the reference has {want!r}")

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from adapters.base import Target
 from history.profiles import GRPC_5X
-from history.transcripts import Step, id_names, properties_text, transcripts
+from history.transcripts import Step, id_names, placements, properties_text, transcripts
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl.rules.codes import RocketMQError
@@ -47,13 +47,14 @@ class Program:
 class Run:
     """What a program showed: each step's result in order, the transcripts, the stored copies of every
     topic a message was stored in or dead-lettered to (when the target can read them, ``observe.stored``),
-    and the group's committed offset of each queue of the topic (``observe.offset``), after the consumers
-    shut down."""
+    the group's committed offset of each queue of the topic (``observe.offset``), after the consumers
+    shut down, and where each key was placed (``history.transcripts.placements``)."""
 
     results: list[str]
     stories: dict[str, list[Step]]
     stored: dict[str, list[str]]
     offsets: dict[str, int | None] = field(default_factory=dict)
+    placed: dict[str, tuple[object, ...]] = field(default_factory=dict)
 
 
 class _Script:
@@ -224,7 +225,7 @@ def run_program(target: Target, program: Program) -> Run:
     stories = transcripts(events)
     offsets = {f"{TOPIC}:{q}": target.committed_offset(GROUP, TOPIC, q) for q in range(program.queues)} \
         if "observe.offset" in target.capabilities else {}
-    return Run(results, stories, _stored(target, stories, id_names(events)), offsets)
+    return Run(results, stories, _stored(target, stories, id_names(events)), offsets, placements(events))
 
 
 def program_duration_ms(program: Program) -> int:

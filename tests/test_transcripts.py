@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from history.events import Event
-from history.transcripts import first_divergence, id_names, transcripts
+from history.transcripts import first_divergence, id_names, placements, transcripts
 
 
 def _e(kind: str, ts: int, key: str = "k", msg_id: str = "A1", **fields) -> Event:
@@ -38,3 +38,9 @@ def test_the_first_divergence_names_the_step_and_both_sides() -> None:
     assert "+10050 ms" in divergence.describe() and "+10000 ms" in divergence.describe()
     short = first_divergence("k", want[:1], want, {})
     assert short is not None and "observed nothing more" in short.describe()
+
+
+def test_placement_is_each_send_queue_and_the_first_consumer_in_order_of_appearance() -> None:
+    events = [Event(kind="REBALANCE", ts_ms=0, client_id="zz@2"), Event(kind="REBALANCE", ts_ms=0, client_id="aa@1"),
+              _e("SEND_OK", 0, queue_id=3), _e("DELIVER", 1, client_id="aa@1"), _e("DELIVER", 9, client_id="zz@2")]
+    assert placements(events) == {"k": ("queue 3", "consumer 1")}
