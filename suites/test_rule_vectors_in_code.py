@@ -135,6 +135,8 @@ def test_commitlog_lengths_and_crc():
         st.decode_commitlog(unit.replace(b"hello", b"jello"))    # a byte of the body changed
     units = list(st.iter_units(unit + unit + (8).to_bytes(4, "big") + st.BLANK_MAGIC_CODE.to_bytes(4, "big", signed=True)))
     assert [u.queue_offset for u in units] == [7, 7]
+    assert len(list(st.iter_units(unit + unit))) == 2             # a buffer may end right after a unit
+    assert len(list(st.iter_units(unit + bytes(8)))) == 1         # a zero total size ends the walk
 
 
 @pytest.mark.spec("STORE-02")
@@ -171,6 +173,9 @@ def test_index_file():
     assert st.index_slot_position("T#k") == (81916, 327704)
     assert len(st.encode_index_header(0, 0, 0, 0, 0, 1)) == 40
     assert st.encode_index_entry(1, 2, -5, 0)[12:16] == b"\x00\x00\x00\x00"
+    assert st.encode_index_entry(1, 2, 2**31 + 5, 0)[12:16] == b"\x7f\xff\xff\xff"   # IndexFile.putKey: MAX_VALUE
+    # "polygenelubricants".hashCode() is Integer.MIN_VALUE, whose Math.abs stays negative: indexKeyHashMethod gives 0
+    assert st.index_key_hash("polygenelubricants") == 0
 
 
 @pytest.mark.spec("OFFSET-01")
