@@ -500,3 +500,23 @@ def test_property_sizes_at_their_limits():
     v.check_body_python_5x(b"x" * v.MAX_MESSAGE_SIZE)
     with pytest.raises(RocketMQError):
         v.check_body_python_5x(b"x" * (v.MAX_MESSAGE_SIZE + 1))
+
+
+@pytest.mark.spec("PRIM-01", "FILTER-06")
+def test_java_arithmetic_and_comparison_at_their_edges():
+    """The JDK's documented results at the values where Java and Python part (``Integer``, ``Long``,
+    ``Double`` and ``String`` Javadoc)."""
+    from reference_impl.rules import primitives as p
+
+    assert p.to_int32(2**31) == -(2**31) and p.to_int32(2**32 + 5) == 5            # (int) of a long wraps
+    assert p.to_int64(2**63) == -(2**63)
+    assert p.java_parse_long("-9223372036854775808") == -(2**63)                 # Long.MIN_VALUE parses
+    with pytest.raises(ValueError):
+        p.java_parse_long("-9223372036854775809")                                # one below does not
+    assert p.java_rem(-1, 3) == -1 and p.java_rem(-7, 3) == -1 and p.java_rem(7, -3) == 1   # sign of the dividend
+    assert p.java_trim(" \ta \x00") == "a"                                       # String.trim: every char <= U+0020
+    assert p.java_double_to_long_bits(float("nan")) == 0x7FF8000000000000        # the canonical NaN
+    assert p.java_double_compare(-2.0, -1.0) == -1 and p.java_double_compare(-1.0, -2.0) == 1
+    assert p.java_string_compare("a", "b") == -1 and p.java_string_compare("b", "a") == 1
+    assert p.java_string_compare("a", "a") == 0
+    assert p.java_string_compare("\uffff", "\U0001f600") == 1                    # UTF-16 units, not code points
