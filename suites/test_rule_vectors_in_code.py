@@ -520,3 +520,4 @@ def test_java_arithmetic_and_comparison_at_their_edges():
     assert p.java_string_compare("a", "b") == -1 and p.java_string_compare("b", "a") == 1
     assert p.java_string_compare("a", "a") == 0
     assert p.java_string_compare("\uffff", "\U0001f600") == 1                    # UTF-16 units, not code points
+    assert p.java_char_digit("a") == -1 and p.java_char_digit("\u0663") == 3     # Character.digit(c, 10)
