@@ -49,6 +49,19 @@ def test_a_model_mutant_is_killed_through_the_driver_target() -> None:
     assert restored == (ROOT / "reference_impl" / job.path).read_text()  # the scratch copy is put back
 
 
+def test_a_mutant_of_an_earlier_release_is_killed_as_that_release() -> None:
+    """A long poll's timeout wakes the consumer only when it is stale (``==`` made ``!=``): only a release
+    whose revived messages do not wake a long poll (5.0.0, RETRY-5X-11) takes that path, so the suites at the
+    latest release pass and the differential suite run as 5.0.0 fails."""
+    job = _job("model/consumer5x.py", _line_of("model/consumer5x.py", "if poll == self._poll:"), "compare[0]")
+    scratch = Scratch()
+    try:
+        outcome = Runner().judge(job, scratch)
+    finally:
+        scratch.remove()
+    assert outcome.verdict == "killed" and outcome.killed_by == "release: exit 1", (outcome.killed_by, outcome.output)
+
+
 def test_a_rule_mutant_is_killed_by_its_vectors_first() -> None:
     """``reconsumeTimes + 1`` of a revive made ``- 1``: the spec's vectors (the rule imported from the scratch
     copy; RETRY-5X-10's row says 2 -> 3) fail before any target runs."""
