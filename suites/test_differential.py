@@ -4,18 +4,31 @@ listener, the id it carries across redeliveries, where every retried and dead-le
 what it carries, the listener outcomes, and when each step happens within the target's tolerance.
 
 The other suites check what the spec states in a formula; this one holds every detail of the reference's
-prediction, so it names the consumer kind's behaviour and shows the first step where the stories part."""
+prediction, so it names the consumer kind's behaviour and shows the first step where the stories part.
+
+It runs on targets with a virtual clock (the reference, drivers of models): a generated story takes hours of
+spec time to play out (a 4.x ladder to its dead letter is almost 5 h), more than a wall-clock target's budget
+for a property of many examples."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, REMOTING_4X
 from suites import strategies
 from suites.harness import run_compared, run_programs_compared
+from suites.plugin.state import run_state
 from suites.programs import Program
 from suites.scenario import PROFILE_OF, Scenario
+
+
+@pytest.fixture(autouse=True)
+def _virtual_clock_only(request: pytest.FixtureRequest) -> None:
+    if not run_state(request.config).probe.virtual_clock:
+        raise NotApplicable("whole generated stories take hours of spec time each: run against a target on a "
+                            "virtual clock")
 
 
 @pytest.mark.spec("RETRY-CONC-01", "RETRY-CONC-02", "RETRY-CONC-04", "RETRY-CONC-05", "RETRY-CONC-08",
