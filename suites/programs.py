@@ -122,13 +122,17 @@ class _Interpreter:
         unknown, answer = self.program.checks.get(key or "", (0, "COMMIT_MESSAGE"))
         return None if n <= unknown else LocalTransactionState[answer]
 
+    def _take(self, candidates: list[Any], index: int) -> Any:
+        """The ``index``-th of ``candidates`` (cyclically), no longer counted among the running consumers."""
+        consumer = candidates[index % len(candidates)]
+        self.consumers.remove(consumer)
+        return consumer
+
     def do_crash(self, index: int) -> str:
         pushed = [c for c in self.consumers if hasattr(c, "crash")]
         if not pushed:
             return "crash: no push consumer"
-        consumer = pushed[index % len(pushed)]
-        self.consumers.remove(consumer)
-        consumer.crash()
+        self._take(pushed, index).crash()
         return "crash"
 
     def do_send_fault(self, outcome: str, count: int) -> str:
@@ -180,9 +184,7 @@ class _Interpreter:
         pushed = [c for c in self.consumers if not hasattr(c, "receive")]
         if not pushed:
             return "shutdown: no push consumer"
-        consumer = pushed[index % len(pushed)]
-        self.consumers.remove(consumer)
-        consumer.shutdown()
+        self._take(pushed, index).shutdown()
         return "shutdown"
 
     def do_advance(self, ms: int) -> str:
