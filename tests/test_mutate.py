@@ -30,6 +30,15 @@ def _job(path: str, line: int, operator: str) -> Job:
     return job
 
 
+def _judged(job: Job) -> Outcome:
+    """``job`` judged by a fresh runner in a scratch copy of its own, removed afterwards."""
+    scratch = Scratch()
+    try:
+        return Runner().judge(job, scratch)
+    finally:
+        scratch.remove()
+
+
 def _line_of(path: str, text: str) -> int:
     return next(i for i, line in enumerate((ROOT / "reference_impl" / path).read_text().splitlines(), 1) if text in line)
 
@@ -54,11 +63,7 @@ def test_a_mutant_of_an_earlier_release_is_killed_as_that_release() -> None:
     whose revived messages do not wake a long poll (5.0.0, RETRY-5X-11) takes that path, so the suites at the
     latest release pass and the differential suite run as 5.0.0 fails."""
     job = _job("model/consumer5x.py", _line_of("model/consumer5x.py", "if poll == self._poll:"), "compare[0]")
-    scratch = Scratch()
-    try:
-        outcome = Runner().judge(job, scratch)
-    finally:
-        scratch.remove()
+    outcome = _judged(job)
     assert outcome.verdict == "killed" and outcome.killed_by == "release: exit 1", (outcome.killed_by, outcome.output)
 
 
@@ -66,11 +71,7 @@ def test_a_rule_mutant_is_killed_by_its_vectors_first() -> None:
     """``reconsumeTimes + 1`` of a revive made ``- 1``: the spec's vectors (the rule imported from the scratch
     copy; RETRY-5X-10's row says 2 -> 3) fail before any target runs."""
     job = _job("rules/retry5x.py", _line_of("rules/retry5x.py", "return reconsume_times + 1"), "arithmetic")
-    scratch = Scratch()
-    try:
-        outcome = Runner().judge(job, scratch)
-    finally:
-        scratch.remove()
+    outcome = _judged(job)
     assert outcome.verdict == "killed" and outcome.killed_by == "vectors: exit 1", (outcome.killed_by, outcome.output)
 
 
