@@ -53,6 +53,21 @@ BUDGET_ENV = "RMQC_BUDGET_S"
 DEFAULT_BUDGET_S = 120.0
 
 
+SETTLE_LIMIT_MS = 30 * 24 * 3_600_000
+"""The most spec time a settle lets pass: a month, far past any ladder, check schedule or expiry."""
+
+
+def wait_by_steps(predicate: Callable[[], bool], timeout_ms: int, now_ms: int,
+                  step_until: Callable[[int], bool]) -> bool:
+    """Wait on a virtual clock: run pending actions one at a time (``step_until(deadline)`` runs one due by then,
+    or moves the clock there and answers False) until ``predicate()`` holds or ``timeout_ms`` pass."""
+    deadline = now_ms + timeout_ms
+    while not predicate():
+        if not step_until(deadline):
+            return predicate()
+    return True
+
+
 def wall_budget_s() -> float:
     """Wall seconds one test may take on a wall-clock target (``rmqc run --budget`` sets ``RMQC_BUDGET_S``)."""
     return float(os.environ.get(BUDGET_ENV) or DEFAULT_BUDGET_S)
@@ -196,7 +211,7 @@ class Target(abc.ABC):
     def require_duration(self, spec_ms: float) -> None:
         """Raise ``NotApplicable`` when ``spec_ms`` of spec time would outlast this target's time budget."""
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         """Let everything pending happen (all retries, DLQs, checks), bounded by ``max_ms`` of spec time."""
         self.advance(max_ms)
 

@@ -24,7 +24,7 @@ from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 from spec import versions
 
-from .base import Target, TargetError
+from .base import SETTLE_LIMIT_MS, Target, TargetError, wait_by_steps
 from .driver_codec import (
     PROTOCOL_VERSION,
     DriverError,
@@ -409,15 +409,12 @@ class DriverTarget(Target):
     def advance(self, delta_ms: int) -> None:
         self.call("advance", ms=delta_ms)
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         self.call("settle", max_ms=max_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        deadline = self.now_ms() + timeout_ms
-        while not predicate():
-            if not self.call("step", deadline_ms=deadline)["ran"]:
-                return predicate()
-        return True
+        return wait_by_steps(predicate, timeout_ms, self.now_ms(),
+                             lambda deadline: bool(self.call("step", deadline_ms=deadline)["ran"]))
 
     def events(self) -> list[Event]:
         return self._events

@@ -32,7 +32,14 @@ from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 from spec import versions
 
-from .base import NotApplicable, Target, TargetError, require_wall_budget, wall_budget_s
+from .base import (
+    SETTLE_LIMIT_MS,
+    NotApplicable,
+    Target,
+    TargetError,
+    require_wall_budget,
+    wall_budget_s,
+)
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClientError
 from .sdk5x import (
@@ -180,7 +187,7 @@ class GrpcTarget(Target):
         """Suites whose ladders would outlast the budget on this target are not applicable."""
         require_wall_budget(self.name, spec_ms, self.time_scale, self.budget_s)
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         """Until every message a push consumer should get is acked or dead-lettered and no FIFO message is
         between local attempts (a redelivered copy can be acked while the first still retries), then a
         short quiet."""

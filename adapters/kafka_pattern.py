@@ -13,7 +13,7 @@ from history.profiles import KAFKA_RETRY
 from history.views import Listener
 from reference_impl.model.kafka_pattern import KafkaConsumer, KafkaPatternSimulation
 
-from .base import NotApplicable, Target
+from .base import SETTLE_LIMIT_MS, NotApplicable, Target, wait_by_steps
 
 _WHY = "the Kafka retry-topic pattern has no such feature"
 
@@ -68,9 +68,9 @@ class KafkaPatternTarget(Target):
         self.sim.clock.advance(delta_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        return self.sim.clock.wait_until(predicate, timeout_ms)
+        return wait_by_steps(predicate, timeout_ms, self.sim.clock.now_ms, self.sim.clock.step_until)
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         self.sim.clock.run_until(self.sim.clock.now_ms + max_ms)
 
     def events(self) -> list[Event]:

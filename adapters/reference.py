@@ -18,7 +18,7 @@ from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
 from spec import versions
 
-from .base import NotApplicable, Target
+from .base import SETTLE_LIMIT_MS, NotApplicable, Target, wait_by_steps
 from .targets import Probe
 
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
@@ -139,9 +139,9 @@ class ReferenceTarget(Target):
         self.sim.advance(delta_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        return self.sim.clock.wait_until(predicate, timeout_ms)
+        return wait_by_steps(predicate, timeout_ms, self.sim.clock.now_ms, self.sim.clock.step_until)
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         self.sim.run_until_idle(max_ms)
 
     def events(self) -> list[Event]:

@@ -18,7 +18,7 @@ from history.outcomes import NotApplicable
 from reference_impl.rules import transaction as tx_rules
 from spec import versions
 
-from .base import TargetError, require_wall_budget, wall_budget_s
+from .base import SETTLE_LIMIT_MS, TargetError, require_wall_budget, wall_budget_s
 from .driver import DriverProcess, DriverTarget
 from .names import SessionNames
 from .remoting_client import RemotingAdmin, RemotingClient, RemotingClientError
@@ -205,7 +205,7 @@ class WallDriverTarget(DriverTarget):
     def require_duration(self, spec_ms: float) -> None:
         require_wall_budget(self.name, spec_ms, self.time_scale, self.budget_s)
 
-    def settle(self, max_ms: int = 30 * 24 * 3_600_000) -> None:
+    def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         """Until every sent message is finished or dead-lettered for each subscribed group, then a quiet of 20
         spec seconds (at least 50 ms) for stray redeliveries; bounded by ``max_ms`` and the budget. The wait
         is a run of ``step`` calls, so the listeners' questions keep being answered."""

@@ -12,6 +12,7 @@ import random
 import sys
 import time
 
+from adapters.base import SETTLE_LIMIT_MS
 from history.profiles import GRPC_5X, REMOTING_4X
 from history.values import ListenerOutcome
 from reference_impl.model.simulation import Simulation
@@ -28,7 +29,7 @@ def ladder(profile: str) -> tuple[float, int, int]:
     else:
         sim.push_consumer_5x("G", "T", fail)
     sim.producer().send("T", b"x", key="k")
-    sim.run_until_idle()
+    sim.run_until_idle(SETTLE_LIMIT_MS)
     wall = time.perf_counter() - start
     deliveries = sum(1 for e in sim.recorder.events if e.kind == "DELIVER")
     return wall, sim.recorder.events[-1].ts_ms, deliveries  # the last observable event, not stale timers
@@ -61,7 +62,7 @@ def bulk(messages: int, seed: int) -> tuple[float, int, int, dict[str, int]]:
             sim.advance(10)  # 1000 messages per 10 ms of spec time
         if i % step == step - 1:
             print(f"  sent {i + 1}/{messages}", file=sys.stderr, end="\r")
-    sim.run_until_idle()
+    sim.run_until_idle(SETTLE_LIMIT_MS)
     wall = time.perf_counter() - start
     kinds: dict[str, int] = {}
     for e in sim.recorder.events:

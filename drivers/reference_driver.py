@@ -169,12 +169,8 @@ class ReferenceDriver:
     def cmd_step(self, m: dict[str, Any]) -> dict[str, Any]:
         """Run the next pending action if it is due by ``deadline_ms``; else move the clock there."""
         clock = self._t(m).sim.clock
-        due = clock.next_due_ms()
-        if due is None or due > int(m["deadline_ms"]):
-            clock.now_ms = max(clock.now_ms, int(m["deadline_ms"]))
-            return {"ran": False, "now_ms": clock.now_ms}
-        clock.step()
-        return {"ran": True, "now_ms": clock.now_ms}
+        ran = clock.step_until(int(m["deadline_ms"]))
+        return {"ran": ran, "now_ms": clock.now_ms}
 
     def _listener(self, m: dict[str, Any]) -> Callable[[MessageView], ListenerOutcome]:
         spec = m.get("listener", "ask")

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from adapters.base import SETTLE_LIMIT_MS
 from history.events import Event
 from history.parquet import arrow_schema
 from history.profiles import GRPC_5X, REMOTING_4X
@@ -462,5 +463,5 @@ def model_events(plan: Plan, dist: Distributions) -> list[Event]:
             producer.send(FIFO_TOPIC, b"x", key=key, message_group=f"mg{plan.message_group[i]}")
         else:
             producer.send(STANDARD_TOPIC, b"x", key=key, delay_level=int(plan.delay_level[i]))
-    sim.run_until_idle()
+    sim.run_until_idle(SETTLE_LIMIT_MS)
     return sim.recorder.events

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from adapters.base import Target
+from adapters.base import SETTLE_LIMIT_MS, Target
 from history.events import Event
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.values import CPP_4X_SDK as CPP_SDK
@@ -93,7 +93,7 @@ class ScriptedListener:
         return ListenerOutcome[plan.outcome]
 
 
-def run_scenario(target: Target, scenario: Scenario, settle_ms: int = 30 * 24 * 3_600_000) -> list[Event]:
+def run_scenario(target: Target, scenario: Scenario, settle_ms: int = SETTLE_LIMIT_MS) -> list[Event]:
     """Set up, send every message, let every retry and DLQ happen; return the target's events."""
     # a 5.x topic takes the one message type of the scenario's messages, MIXED when they differ (TOPIC-05); a
     # remoting client's sends are not checked against a type, and MIXED does not exist before 5.1.0

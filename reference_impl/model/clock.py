@@ -44,13 +44,11 @@ class VirtualClock:
         while self._queue and self._queue[0][0] <= deadline_ms:
             self.step()
 
-    def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        """Run actions until ``predicate()`` holds or ``timeout_ms`` of virtual time pass."""
-        deadline = self.now_ms + timeout_ms
-        while not predicate():
-            due = self.next_due_ms()
-            if due is None or due > deadline:
-                self.now_ms = deadline
-                return predicate()
-            self.step()
-        return True
+    def step_until(self, deadline_ms: int) -> bool:
+        """Run the earliest pending action if it falls due by ``deadline_ms`` (True); else move the clock to
+        ``deadline_ms``, never back (False). A waiter's step (``adapters.base.wait_by_steps``)."""
+        due = self.next_due_ms()
+        if due is None or due > deadline_ms:
+            self.now_ms = max(self.now_ms, deadline_ms)
+            return False
+        return self.step()

@@ -158,6 +158,7 @@ class Simulation:
     def advance(self, delta_ms: int) -> None:
         self.clock.advance(delta_ms)
 
-    def run_until_idle(self, limit_ms: int = 30 * 24 * 3_600_000) -> None:
-        """Run every pending action, stopping at ``limit_ms`` of virtual time."""
+    def run_until_idle(self, limit_ms: int) -> None:
+        """Run every pending action, stopping at ``limit_ms`` of virtual time (the caller's bound:
+        ``adapters.base.SETTLE_LIMIT_MS`` for a settle)."""
         self.clock.run_until(self.clock.now_ms + limit_ms)
