@@ -193,6 +193,8 @@ class Broker:
         self.clients_seen: dict[str, int] = {}  # client id -> spec ms of its last call (RETRY-5X-09)
         self._watched_clients: set[str] = set()
         self._gone_clients: set[str] = set()    # unregistered (NotifyClientTermination) and not seen since
+        self.heartbeating: set[str] = set()
+        """The model's own running clients: a live SDK heartbeats every 10 s, so they are never idle."""
         self.client_expiry_ms = retry5x.CHANNEL_EXPIRED_TIMEOUT_MS
         """How long a silent client stays online (a real-time server scales it: ``retry5x.client_expiry_ms``)."""
         self.acked: dict[str, int] = {}
@@ -398,6 +400,8 @@ class Broker:
         if not any(f.client_id == client_id and f.auto_renew for f in self.in_flight.values()):
             self._watched_clients.discard(client_id)
             return
+        if client_id in self.heartbeating:
+            self.client_seen(client_id)
         if self.sim.clock.now_ms >= retry5x.offline_since_ms(self.clients_seen.get(client_id, 0), self.client_expiry_ms):
             self._watched_clients.discard(client_id)
             self._clear_client(client_id)
@@ -420,7 +424,10 @@ class Broker:
             if fifo:  # STOP_RENEW after 3 h: the group's server-side delay follows (RETRY-5X-02)
                 invisible_ms += retry5x.server_next_delay_ms(policy, 0)
         if fifo:
-            return self._pop_fifo(group, topic, invisible_ms, max_messages, attempt_id, max_attempts)
+            popped = self._pop_fifo(group, topic, invisible_ms, max_messages, attempt_id, max_attempts)
+            for flight in popped:  # the proxy renews a push consumer's ordered handles too
+                flight.auto_renew = auto_renew
+            return popped
         out: list[InFlight] = []
         retry = retry4x.pop_retry_topic_v1(group, topic)
         for source in (topic, retry):
@@ -525,9 +532,22 @@ class Broker:
         flight.visible_at = self.sim.clock.now_ms + invisible_ms
         flight.receipt = self._new_receipt()
         self.in_flight[flight.receipt] = flight
-        if not flight.fifo:
+        if flight.fifo:
+            self._fifo_next_visible(flight)
+        else:
             self.sim.clock.call_at(flight.visible_at, lambda r=flight.receipt, v=flight.visible_at: self._expire(r, v))
         return codes.OK, flight.receipt
+
+    def _fifo_next_visible(self, flight: InFlight) -> None:
+        """``updateNextVisibleTime`` (FIFO-05, from 5.1.0): the ordered message's offset becomes visible at its
+        new time, if the order info is still that of its pop and the group has not committed past it."""
+        key = (flight.group, flight.origin_topic, flight.message.queue_id)
+        info = self.order_infos.get(key)
+        if not fifo_rules.change_sets_next_visible_time(self.sim.release) or info is None or \
+                info.pop_time != flight.popped_at or flight.message.queue_offset < self.pop_offsets.get(key, 0):
+            return
+        info.offset_next_visible_time[flight.message.queue_offset] = flight.visible_at
+        self.sim.clock.call_at(flight.visible_at, lambda t=flight.origin_topic: self._notify(t))
 
     def forward_to_dlq(self, group: str, message: Message, origin_topic: str) -> int:
         """``forwardMessageToDeadLetterQueue``: send-back with level -1 and max 0 (RETRY-5X-07)."""

@@ -81,6 +81,7 @@ class PushConsumer5x:
 
     def start(self) -> None:
         self.running = True
+        self.sim.broker.heartbeating.add(self.client_id)
         self._polls = itertools.count(1)
         self._poll = 0
         self.sim.broker.on_arrival(self.topic, self.pump)
@@ -89,7 +90,16 @@ class PushConsumer5x:
         self.sim.clock.call_later(0, self.pump)
 
     def shutdown(self) -> None:
+        """Stop, then ``NotifyClientTermination`` as the SDKs' shutdown does: the proxy clears the handles it
+        still renews for this client at once (RETRY-5X-09), a FIFO message waiting for a local retry among them."""
+        self.crash()
+        self.sim.broker.client_gone(self.client_id)
+
+    def crash(self) -> None:
+        """Die without a word: no more receives and no local retry; the proxy clears what the client held once
+        it is idle past the channel expiry (RETRY-5X-09)."""
         self.running = False
+        self.sim.broker.heartbeating.discard(self.client_id)
         self.sim.broker.remove_arrival(self.pump)
 
     def pump(self) -> None:
@@ -156,6 +166,8 @@ class PushConsumer5x:
     def _fifo_next(self, key: tuple[str, int], batch: list[InFlight], index: int, attempt: int | None) -> None:
         """RETRY-5X-08: consume a FIFO batch in order; a failure is retried locally, blocking the queue."""
         # implements SDK-NODE-04 through the rules it calls
+        if not self.running:  # a local retry falls due after shutdown: the SDK's executors are gone
+            return
         if index >= len(batch):
             self.sim.clock.call_later(0, self.pump)
             return

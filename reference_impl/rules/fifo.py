@@ -5,6 +5,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from spec import versions
+
 from . import codes
 from .primitives import (
     guava_consistent_hash,
@@ -108,6 +110,18 @@ class OrderInfo:
             if now < visible_at:
                 return True
         return False
+
+
+CHANGE_SETS_NEXT_VISIBLE_SINCE = "5.1.0"
+
+
+def change_sets_next_visible_time(release: str) -> bool:
+    """Whether a change of invisible time on an ordered message sets that offset's next visible time in the
+    queue's ``OrderInfo`` (``ChangeInvisibleTimeProcessor.processChangeInvisibleTimeForOrder`` ->
+    ``ConsumerOrderInfoManager.updateNextVisibleTime``), so the queue unblocks then: from 5.1.0. At 5.0.0 the
+    processor has no ordered branch and the queue stays blocked until the pop's own invisible time ends
+    (FIFO-05)."""
+    return versions.holds(release, since=CHANGE_SETS_NEXT_VISIBLE_SINCE)
 
 
 def commit_and_next(info: OrderInfo | None, queue_offset: int, pop_time: int) -> int:
