@@ -129,7 +129,7 @@ class _Interpreter:
         return consumer
 
     def do_crash(self, index: int) -> str:
-        pushed = [c for c in self.consumers if hasattr(c, "crash")]
+        pushed = [c for c in self.consumers if hasattr(c, "crash") and not hasattr(c, "receive")]
         if not pushed:
             return "crash: no push consumer"
         self._take(pushed, index).crash()

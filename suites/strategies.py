@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from history.profiles import KAFKA_RETRY, REMOTING_4X
+from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.values import CPP_4X_SDK
 
 from .programs import Program
@@ -123,7 +123,7 @@ KEYS = ("k0", "k1", "k2", "k3")
 
 @st.composite
 def programs(draw: st.DrawFn, profile: str) -> Program:
-    """A user's program of one profile: consumers started and shut down between sends, time passing, and on
+    """A user's program of one profile: consumers started, shut down and crashed between sends, time passing, and on
     5.x a simple consumer's receives, acks and changes of invisible time; each key's listener fails its first
     deliveries as drawn (the ends of the ladders among them)."""
     failures = draw(st.dictionaries(st.sampled_from(KEYS), st.tuples(
@@ -161,9 +161,30 @@ def programs(draw: st.DrawFn, profile: str) -> Program:
     extra = _producer_steps() if topic_type == "TRANSACTION" else _producer_steps()[1:] if topic_type == "NORMAL" \
         else []
     steps = draw(st.lists(st.one_of(send, advance, push, st.tuples(st.just("shutdown"), st.integers(0, 1)),
-                                    *simple, *extra), min_size=1, max_size=12))
+                                    st.tuples(st.just("crash"), st.integers(0, 1)), *simple, *extra),
+                          min_size=1, max_size=12))
     return Program(profile, draw(st.integers(1, 4)), (first, *steps), topic_type=topic_type,
                    retry_max_times=draw(st.sampled_from([None, 0, 1, 2, 3])), failures=failures, checks=draw(_checks()))
+
+
+@st.composite
+def handovers(draw: st.DrawFn) -> Program:
+    """A 5.x FIFO story where a push consumer leaves while its messages wait for a local retry: it shuts down
+    (``NotifyClientTermination``) or dies, early or late in the wait, and the others, or one started after,
+    take what it held; a consumer is started last, so someone is there to take it (RETRY-5X-08, RETRY-5X-09)."""
+    failures = draw(st.dictionaries(st.sampled_from(KEYS), st.tuples(st.integers(1, 3), st.just("EXCEPTION")),
+                                    min_size=1))
+    push = st.tuples(st.just("push5x"), st.sampled_from(["java", "python"]))
+    sends = draw(st.lists(st.tuples(st.just("send"), st.sampled_from(KEYS),
+                                    st.fixed_dictionaries({"message_group": st.sampled_from(["g0", "g1"])})),
+                          min_size=1, max_size=4))
+    early = st.tuples(st.just("advance"), st.sampled_from([0, 500, 999, 1000, 4000]))
+    wait = st.tuples(st.just("advance"), st.sampled_from([0, 1000, 5000, 60_000, 119_000, 130_000]))
+    leave = st.tuples(st.sampled_from(["shutdown", "crash"]), st.integers(0, 1))
+    after = draw(st.lists(st.one_of(wait, push, leave), max_size=3))
+    steps = (draw(push), *draw(st.lists(push, max_size=1)), *sends, draw(early), draw(leave), *after, draw(push))
+    return Program(GRPC_5X, draw(st.integers(1, 2)), steps, topic_type="FIFO",
+                   retry_max_times=draw(st.sampled_from([None, 2, 3])), failures=failures)
 
 
 def _producer_steps() -> list[st.SearchStrategy]:

@@ -52,3 +52,11 @@ def test_generated_programs_tell_the_reference_story(make_target, reference_for,
                                                      data: st.DataObject) -> None:
     program: Program = data.draw(strategies.programs(profile), label="program")
     run_programs_compared(make_target, reference_for, program)
+
+
+@pytest.mark.spec("RETRY-5X-08", "RETRY-5X-09", "RETRY-5X-11", "FIFO-05")
+@pytest.mark.profile(GRPC_5X)
+@given(program=strategies.handovers())
+def test_a_fifo_consumer_leaving_mid_retry_hands_over_as_the_reference_does(make_target, reference_for,
+                                                                             program: Program) -> None:
+    run_programs_compared(make_target, reference_for, program)
