@@ -15,7 +15,7 @@ from spec.loader import default_spec
 
 
 def test_the_spec_lists_where_5_0_0_and_the_latest_release_differ() -> None:
-    assert default_spec().differences("5.0.0", versions.LATEST) == ["FILTER-05", "FILTER-06", "LIMIT-02",
+    assert default_spec().differences("5.0.0", versions.LATEST) == ["FIFO-05", "FILTER-05", "FILTER-06", "LIMIT-02",
                                                                     "RETRY-5X-11", "TOPIC-05", "TX-03"]
     assert default_spec().differences("5.1.4", versions.LATEST) == ["RETRY-5X-11"]
 
