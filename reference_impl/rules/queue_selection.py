@@ -6,9 +6,7 @@ from typing import Callable, Iterable, Sequence
 
 from .allocation import MessageQueue
 from .primitives import INT_MAX, to_int32
-
-PERM_WRITE = 2
-PERM_READ = 4
+from .validation import PERM_READ, PERM_WRITE
 
 
 class ThreadLocalIndex:
