@@ -92,12 +92,16 @@ class PushConsumer5x:
     def shutdown(self) -> None:
         """Stop, then ``NotifyClientTermination`` as the SDKs' shutdown does: the proxy clears the handles it
         still renews for this client at once (RETRY-5X-09), a FIFO message waiting for a local retry among them."""
-        self.crash()
+        self._stop()
         self.sim.broker.client_gone(self.client_id)
 
     def crash(self) -> None:
-        """Die without a word: no more receives and no local retry; the proxy clears what the client held once
-        it is idle past the channel expiry (RETRY-5X-09)."""
+        """Die without a word: the proxy clears what the client held once it is idle past the channel expiry
+        (RETRY-5X-09)."""
+        self._stop()
+
+    def _stop(self) -> None:
+        """No more receives, heartbeats or local retries."""
         self.running = False
         self.sim.broker.heartbeating.discard(self.client_id)
         self.sim.broker.remove_arrival(self.pump)
