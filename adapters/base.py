@@ -11,7 +11,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from history.events import Event
 from history.outcomes import NotApplicable
-from history.values import LocalTransactionState
+from history.values import SETTLE_LIMIT_MS, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 
 CAPABILITIES = {
@@ -51,10 +51,6 @@ CAPABILITIES = {
 
 BUDGET_ENV = "RMQC_BUDGET_S"
 DEFAULT_BUDGET_S = 120.0
-
-
-SETTLE_LIMIT_MS = 30 * 24 * 3_600_000
-"""The most spec time a settle lets pass: a month, far past any ladder, check schedule or expiry."""
 
 
 def wait_by_steps(predicate: Callable[[], bool], timeout_ms: int, now_ms: int,

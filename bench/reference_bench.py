@@ -12,9 +12,8 @@ import random
 import sys
 import time
 
-from adapters.base import SETTLE_LIMIT_MS
 from history.profiles import GRPC_5X, REMOTING_4X
-from history.values import ListenerOutcome
+from history.values import SETTLE_LIMIT_MS, ListenerOutcome
 from reference_impl.model.simulation import Simulation
 
 

@@ -30,3 +30,8 @@ CPP_4X_SDK = "cpp"
 Java ``DefaultMQPushConsumer``'s."""
 NODE_5X_SDK = "nodejs"
 """The ``sdk`` of a 5.x scenario, producer or consumer that follows the Node.js client's habits (SDK-NODE-*)."""
+
+
+SETTLE_LIMIT_MS = 30 * 24 * 3_600_000
+"""The most spec time a settle lets pass (``Target.settle``, a simulation run to idle): a month, far past any
+ladder, check schedule or expiry."""

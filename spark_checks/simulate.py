@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from adapters.base import SETTLE_LIMIT_MS
 from history.events import Event
 from history.parquet import arrow_schema
 from history.profiles import GRPC_5X, REMOTING_4X
+from history.values import SETTLE_LIMIT_MS
 from reference_impl.rules.fifo import proxy_queue_for_group
 
 from .profiles import ProfileTiming, timing
