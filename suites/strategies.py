@@ -168,6 +168,26 @@ def programs(draw: st.DrawFn, profile: str) -> Program:
 
 
 @st.composite
+def timed_sends(draw: st.DrawFn, profile: str) -> Program:
+    """Timed messages and nothing else to distract: a push consumer, then sends at the timer's edges (5.x
+    delivery times a tick before, on and after a second, and far out) or at 4.x delay levels (the first, the
+    last, one past the table), time passing between them; each key fails as drawn (DELAY-01, DELAY-06,
+    DELAY-08)."""
+    failures = draw(st.dictionaries(st.sampled_from(KEYS), st.tuples(st.integers(0, 2), st.just("EXCEPTION"))))
+    wait = st.tuples(st.just("advance"), st.sampled_from([0, 999, 1000, 7000]))
+    if profile == REMOTING_4X:
+        first = ("push4x", False, False, -1, draw(st.sampled_from(["java", CPP_4X_SDK])))
+        option = st.fixed_dictionaries({"delay_level": st.sampled_from([1, 2, 3, 18, 19])})
+    else:
+        first = ("push5x", draw(st.sampled_from(["java", "python"])))
+        option = st.fixed_dictionaries({"delay_ms": st.sampled_from([999, 1000, 1001, 5000, 3_600_000])})
+    sends = st.tuples(st.just("send"), st.sampled_from(KEYS), option)
+    steps = draw(st.lists(st.one_of(sends, wait), min_size=1, max_size=6))
+    return Program(profile, draw(st.integers(1, 2)), (first, *steps),
+                   topic_type="NORMAL" if profile == REMOTING_4X else "DELAY", failures=failures)
+
+
+@st.composite
 def handovers(draw: st.DrawFn) -> Program:
     """A 5.x FIFO story where a push consumer leaves while its messages wait for a local retry: it shuts down
     (``NotifyClientTermination``) or dies, early or late in the wait, and the others, or one started after,

@@ -60,3 +60,12 @@ def test_generated_programs_tell_the_reference_story(make_target, reference_for,
 def test_a_fifo_consumer_leaving_mid_retry_hands_over_as_the_reference_does(make_target, reference_for,
                                                                              program: Program) -> None:
     run_programs_compared(make_target, reference_for, program)
+
+
+@pytest.mark.spec("DELAY-01", "DELAY-06", "DELAY-08", "RETRY-CONC-01", "RETRY-5X-06")
+@pytest.mark.parametrize("profile", [pytest.param(p, marks=pytest.mark.profile(p)) for p in (REMOTING_4X, GRPC_5X)])
+@given(data=st.data())
+def test_timed_messages_tell_the_reference_story(make_target, reference_for, profile: str,
+                                                 data: st.DataObject) -> None:
+    program: Program = data.draw(strategies.timed_sends(profile), label="program")
+    run_programs_compared(make_target, reference_for, program)
