@@ -48,6 +48,16 @@ def load_report(path: Path) -> dict[str, Any]:
     return report
 
 
+def merged_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several earlier reports as one for ``split_by_earlier``: a mutant any of them counted killed is killed."""
+    merged: dict[str, dict[str, Any]] = {}
+    for earlier in reports:
+        for outcome in earlier["outcomes"]:
+            if outcome["mutant"] not in merged or outcome["verdict"] == "killed":
+                merged[outcome["mutant"]] = outcome
+    return {"outcomes": list(merged.values())}
+
+
 def split_by_earlier(jobs: list[Any], earlier: dict[str, Any]) -> tuple[list[Any], list[Outcome]]:
     """(the jobs to judge, the outcomes carried over) against an earlier run's report (``load_report``): a
     mutant it counted killed stays killed (``killed_by`` says "earlier run"), every other one is judged again,

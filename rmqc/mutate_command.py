@@ -32,9 +32,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         help="the hand-kept file of equivalent mutants (default mutation/equivalent.yaml)")
     parser.add_argument("--fail-under", type=float, default=None, metavar="PERCENT",
                         help="exit 1 when the score is below this")
-    parser.add_argument("--again", type=Path, default=None, metavar="REPORT",
+    parser.add_argument("--again", type=Path, action="append", default=None, metavar="REPORT",
                         help="carry over the kills of an earlier run's mutation.json and judge the rest again; a "
-                        "module whose mutants no longer match that report (its source changed) is judged whole")
+                        "module whose mutants no longer match that report (its source changed) is judged whole; "
+                        "give it more than once to carry the kills of several runs (one of the rules, one of the "
+                        "model, a run stopped half-way)")
     parser.add_argument("--rescore", type=Path, default=None, metavar="REPORT",
                         help="run nothing: apply the equivalents file to an earlier run's mutation.json and write the "
                         "report again to --out")
@@ -58,8 +60,9 @@ def mutate(args: argparse.Namespace) -> int:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
     try:
-        earlier = {flag: report.load_report(path) for flag, path in (("rescore", args.rescore), ("again", args.again))
-                   if path is not None}
+        earlier = {"rescore": report.load_report(args.rescore)} if args.rescore is not None else {}
+        if args.again:
+            earlier["again"] = report.merged_reports([report.load_report(path) for path in args.again])
     except report.EquivalentFileError as exc:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2

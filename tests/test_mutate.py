@@ -18,6 +18,7 @@ from mutation.report import (
     load_equivalents,
     load_report,
     mark_equivalents,
+    merged_reports,
     rescored,
     scores,
     split_by_earlier,
@@ -139,6 +140,12 @@ def test_again_carries_earlier_kills_and_rescore_applies_the_equivalents_file(tm
     assert [(c.job.key, c.verdict) for c in carried] == [(outcomes[0].job.key, "killed"),
                                                          (outcomes[2].job.key, "killed")]
     assert all(c.killed_by.startswith("earlier run") for c in carried)
+    later = tmp_path / "later.json"  # a second run that killed the first one's survivor: both carry over
+    later.write_text(json.dumps(as_json([_outcome("rules.a", "killed", 2), _outcome("rules.a", "survived", 1)], 1.0,
+                                        2, 0)))
+    judge, carried = split_by_earlier([o.job for o in outcomes], merged_reports([load_report(earlier),
+                                                                                 load_report(later)]))
+    assert judge == [] and len(carried) == 3
 
     again = rescored(load_report(earlier), {outcomes[1].job.key: "a default no caller uses"})
     assert (again["killed"], again["survived"], again["equivalent"], again["score"]) == (2, 0, 1, 1.0)
