@@ -160,5 +160,5 @@ class Simulation:
 
     def run_until_idle(self, limit_ms: int) -> None:
         """Run every pending action, stopping at ``limit_ms`` of virtual time (the caller's bound:
-        ``adapters.base.SETTLE_LIMIT_MS`` for a settle)."""
+        ``history.values.SETTLE_LIMIT_MS`` for a settle)."""
         self.clock.run_until(self.clock.now_ms + limit_ms)
