@@ -107,6 +107,16 @@ def placements(events: Iterable[Event]) -> dict[str, tuple[object, ...]]:
     return {key: tuple(value) for key, value in out.items()}
 
 
+def placed_apart(seen: tuple[object, ...], want: tuple[object, ...]) -> bool:
+    """Whether two placements of one key (``placements``) differ where both made the choice: the queues of
+    the sends both stored, in order, and the consumer of the first delivery when both delivered it. A send one
+    side never stored or a delivery it never made is not another placement: the transcripts show it."""
+    def part(placed: tuple[object, ...], kind: str) -> list[object]:
+        return [p for p in placed if str(p).startswith(kind)]
+
+    return any(a != b for kind in ("queue ", "consumer ") for a, b in zip(part(seen, kind), part(want, kind)))
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where two transcripts of one key part: the index of the first step that differs, and both steps

@@ -8,7 +8,13 @@ from adapters.base import Target
 from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.trace import Life, lives
-from history.transcripts import Step, first_divergence, placements, transcripts
+from history.transcripts import (
+    Step,
+    first_divergence,
+    placed_apart,
+    placements,
+    transcripts,
+)
 from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import NODE_5X_SDK
 
@@ -111,7 +117,7 @@ def _same_placement(observed: Mapping[str, tuple[object, ...]], predicted: Mappi
     queue a send went to and the consumer that took it are the client's free choices, and the stories that
     follow depend on them."""
     for key, want in sorted(predicted.items()):
-        if observed.get(key) != want:
+        if placed_apart(observed.get(key, ()), want):
             out_of_reach(NotApplicable(f"the target placed {key} at {observed.get(key)}, the reference at {want}: "
                                        "placement is the client's choice, and the stories depend on it"))
 

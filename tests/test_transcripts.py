@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 from history.events import Event
-from history.transcripts import first_divergence, id_names, placements, transcripts
+from history.transcripts import (
+    first_divergence,
+    id_names,
+    placed_apart,
+    placements,
+    transcripts,
+)
 
 
 def _e(kind: str, ts: int, key: str = "k", msg_id: str = "A1", **fields) -> Event:
@@ -44,3 +50,13 @@ def test_placement_is_each_send_queue_and_the_first_consumer_in_order_of_appeara
     events = [Event(kind="REBALANCE", ts_ms=0, client_id="zz@2"), Event(kind="REBALANCE", ts_ms=0, client_id="aa@1"),
               _e("SEND_OK", 0, queue_id=3), _e("DELIVER", 1, client_id="aa@1"), _e("DELIVER", 9, client_id="zz@2")]
     assert placements(events) == {"k": ("queue 3", "consumer 1")}
+
+
+def test_a_missing_delivery_is_not_another_placement() -> None:
+    """A target that never delivered a key, or stored fewer copies, placed nothing differently: the stories
+    must be compared (a broker that loses timed messages was set aside as placed elsewhere before)."""
+    assert not placed_apart(("queue 0",), ("queue 0", "consumer 0"))
+    assert not placed_apart((), ("queue 1", "consumer 0"))
+    assert placed_apart(("queue 1", "consumer 0"), ("queue 0", "consumer 0"))
+    assert placed_apart(("queue 0", "consumer 1"), ("queue 0", "consumer 0"))
+    assert not placed_apart(("queue 0", "queue 2", "consumer 0"), ("queue 0", "consumer 0"))
