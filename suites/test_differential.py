@@ -23,6 +23,8 @@ from suites.plugin.state import run_state
 from suites.programs import Program
 from suites.scenario import PROFILE_OF, Scenario
 
+BOTH_PROFILES = [pytest.param(p, marks=pytest.mark.profile(p)) for p in (REMOTING_4X, GRPC_5X)]
+
 
 @pytest.fixture(autouse=True)
 def _virtual_clock_only(request: pytest.FixtureRequest) -> None:
@@ -46,7 +48,7 @@ def test_generated_workloads_tell_the_reference_story(make_target, reference_for
 
 @pytest.mark.spec("RETRY-CONC-01", "RETRY-CONC-02", "RETRY-CONC-04", "RETRY-CONC-08", "ORDER-4X-01", "ORDER-4X-03",
                   "RETRY-5X-01", "RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-08", "RETRY-5X-09", "DELAY-01", "DELAY-08")
-@pytest.mark.parametrize("profile", [pytest.param(p, marks=pytest.mark.profile(p)) for p in (REMOTING_4X, GRPC_5X)])
+@pytest.mark.parametrize("profile", BOTH_PROFILES)
 @given(data=st.data())
 def test_generated_programs_tell_the_reference_story(make_target, reference_for, profile: str,
                                                      data: st.DataObject) -> None:
@@ -63,7 +65,7 @@ def test_a_fifo_consumer_leaving_mid_retry_hands_over_as_the_reference_does(make
 
 
 @pytest.mark.spec("DELAY-01", "DELAY-06", "DELAY-08", "RETRY-CONC-01", "RETRY-5X-06")
-@pytest.mark.parametrize("profile", [pytest.param(p, marks=pytest.mark.profile(p)) for p in (REMOTING_4X, GRPC_5X)])
+@pytest.mark.parametrize("profile", BOTH_PROFILES)
 @given(data=st.data())
 def test_timed_messages_tell_the_reference_story(make_target, reference_for, profile: str,
                                                  data: st.DataObject) -> None:
