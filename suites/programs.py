@@ -122,6 +122,10 @@ class _Interpreter:
         unknown, answer = self.program.checks.get(key or "", (0, "COMMIT_MESSAGE"))
         return None if n <= unknown else LocalTransactionState[answer]
 
+    def _push_consumers(self) -> list[Any]:
+        """The running consumers that are not simple consumers (those receive)."""
+        return [c for c in self.consumers if not hasattr(c, "receive")]
+
     def _take(self, candidates: list[Any], index: int) -> Any:
         """The ``index``-th of ``candidates`` (cyclically), no longer counted among the running consumers."""
         consumer = candidates[index % len(candidates)]
@@ -129,7 +133,7 @@ class _Interpreter:
         return consumer
 
     def do_crash(self, index: int) -> str:
-        pushed = [c for c in self.consumers if hasattr(c, "crash") and not hasattr(c, "receive")]
+        pushed = [c for c in self._push_consumers() if hasattr(c, "crash")]
         if not pushed:
             return "crash: no push consumer"
         self._take(pushed, index).crash()
@@ -181,7 +185,7 @@ class _Interpreter:
         return f"change {view.key}#{view.delivery_attempt}: {code}"
 
     def do_shutdown(self, index: int) -> str:
-        pushed = [c for c in self.consumers if not hasattr(c, "receive")]
+        pushed = self._push_consumers()
         if not pushed:
             return "shutdown: no push consumer"
         self._take(pushed, index).shutdown()
