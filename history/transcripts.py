@@ -86,35 +86,45 @@ def transcripts(events: Iterable[Event]) -> dict[str, list[Step]]:
     return {key: [_step(e, story[0].ts_ms, ids) for e in story] for key, story in by_key.items()}
 
 
-def placements(events: Iterable[Event]) -> dict[str, tuple[object, ...]]:
-    """Key -> where it was placed: the queue of each send that stored it and which consumer (numbered in order
-    of first appearance in the history) had its first delivery. Both are choices the spec leaves to the
-    client: the producer's round robin starts at a random queue, and consumers' ids (which order the
+@dataclass(frozen=True)
+class Placement:
+    """Where one key was placed: the queue of each send that stored it, in order, and which consumer (numbered
+    in order of first appearance in the history) had its first delivery (None: never delivered)."""
+
+    queues: tuple[int, ...] = ()
+    consumer: int | None = None
+
+    def apart_from(self, other: "Placement") -> bool:
+        """Whether the two differ where both made the choice: the queues of the sends both stored, in order,
+        and the consumer of the first delivery when both delivered it. A send one side never stored or a
+        delivery it never made is not another placement: the transcripts show it."""
+        both_delivered = self.consumer is not None and other.consumer is not None
+        return any(a != b for a, b in zip(self.queues, other.queues)) or (both_delivered and
+                                                                          self.consumer != other.consumer)
+
+    def __str__(self) -> str:
+        delivered = "never delivered" if self.consumer is None else f"first delivered to consumer {self.consumer}"
+        return f"queues {list(self.queues)}, {delivered}"
+
+
+def placements(events: Iterable[Event]) -> dict[str, Placement]:
+    """Key -> where it was placed (``Placement``). Both the queue and the consumer are choices the spec leaves
+    to the client: the producer's round robin starts at a random queue, and consumers' ids (which order the
     allocation) are the client's own; a story that depends on them can be compared only where they agree."""
     clients: dict[str, int] = {}
-    out: dict[str, list[object]] = {}
-    delivered: set[str] = set()
+    queues: dict[str, list[int]] = {}
+    consumer: dict[str, int] = {}
     for event in events:
         if event.client_id and event.client_id not in clients:
             clients[event.client_id] = len(clients)
         if event.key is None:
             continue
         if event.kind == "SEND_OK":
-            out.setdefault(event.key, []).append(f"queue {event.queue_id}")
-        elif event.kind == "DELIVER" and event.key not in delivered:
-            delivered.add(event.key)
-            out.setdefault(event.key, []).append(f"consumer {clients.get(event.client_id or '', -1)}")
-    return {key: tuple(value) for key, value in out.items()}
-
-
-def placed_apart(seen: tuple[object, ...], want: tuple[object, ...]) -> bool:
-    """Whether two placements of one key (``placements``) differ where both made the choice: the queues of
-    the sends both stored, in order, and the consumer of the first delivery when both delivered it. A send one
-    side never stored or a delivery it never made is not another placement: the transcripts show it."""
-    def part(placed: tuple[object, ...], kind: str) -> list[object]:
-        return [p for p in placed if str(p).startswith(kind)]
-
-    return any(a != b for kind in ("queue ", "consumer ") for a, b in zip(part(seen, kind), part(want, kind)))
+            queues.setdefault(event.key, []).append(-1 if event.queue_id is None else event.queue_id)
+        elif event.kind == "DELIVER" and event.key not in consumer:
+            consumer[event.key] = clients.get(event.client_id or "", -1)
+    return {key: Placement(tuple(queues.get(key, ())), consumer.get(key))
+            for key in sorted(set(queues) | set(consumer))}
 
 
 @dataclass(frozen=True)

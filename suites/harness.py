@@ -9,9 +9,9 @@ from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
 from history.trace import Life, lives
 from history.transcripts import (
+    Placement,
     Step,
     first_divergence,
-    placed_apart,
     placements,
     transcripts,
 )
@@ -112,13 +112,14 @@ def _require_same_stories(observed: Mapping[str, list[Step]], predicted: Mapping
         require(divergence is None, sid, divergence.describe() if divergence else "")
 
 
-def _same_placement(observed: Mapping[str, tuple[object, ...]], predicted: Mapping[str, tuple[object, ...]]) -> None:
+def _same_placement(observed: Mapping[str, Placement], predicted: Mapping[str, Placement]) -> None:
     """Reject the example (``out_of_reach``) when the target placed a key elsewhere than the reference did: the
     queue a send went to and the consumer that took it are the client's free choices, and the stories that
     follow depend on them."""
     for key, want in sorted(predicted.items()):
-        if placed_apart(observed.get(key, ()), want):
-            out_of_reach(NotApplicable(f"the target placed {key} at {observed.get(key)}, the reference at {want}: "
+        seen = observed.get(key, Placement())
+        if seen.apart_from(want):
+            out_of_reach(NotApplicable(f"the target placed {key} at {seen}, the reference at {want}: "
                                        "placement is the client's choice, and the stories depend on it"))
 
 

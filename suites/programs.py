@@ -15,7 +15,14 @@ from typing import Any, Mapping
 
 from adapters.base import Target
 from history.profiles import GRPC_5X
-from history.transcripts import Step, id_names, placements, properties_text, transcripts
+from history.transcripts import (
+    Placement,
+    Step,
+    id_names,
+    placements,
+    properties_text,
+    transcripts,
+)
 from history.values import ListenerOutcome, LocalTransactionState
 from history.views import MessageView
 from reference_impl.rules.codes import RocketMQError
@@ -54,7 +61,7 @@ class Run:
     stories: dict[str, list[Step]]
     stored: dict[str, list[str]]
     offsets: dict[str, int | None] = field(default_factory=dict)
-    placed: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    placed: dict[str, Placement] = field(default_factory=dict)
 
 
 class _Script:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from history.events import Event
 from history.transcripts import (
+    Placement,
     first_divergence,
     id_names,
-    placed_apart,
     placements,
     transcripts,
 )
@@ -49,14 +49,17 @@ def test_the_first_divergence_names_the_step_and_both_sides() -> None:
 def test_placement_is_each_send_queue_and_the_first_consumer_in_order_of_appearance() -> None:
     events = [Event(kind="REBALANCE", ts_ms=0, client_id="zz@2"), Event(kind="REBALANCE", ts_ms=0, client_id="aa@1"),
               _e("SEND_OK", 0, queue_id=3), _e("DELIVER", 1, client_id="aa@1"), _e("DELIVER", 9, client_id="zz@2")]
-    assert placements(events) == {"k": ("queue 3", "consumer 1")}
+    assert placements(events) == {"k": Placement((3,), 1)}
+    assert str(placements(events)["k"]) == "queues [3], first delivered to consumer 1"
 
 
 def test_a_missing_delivery_is_not_another_placement() -> None:
     """A target that never delivered a key, or stored fewer copies, placed nothing differently: the stories
     must be compared (a broker that loses timed messages was set aside as placed elsewhere before)."""
-    assert not placed_apart(("queue 0",), ("queue 0", "consumer 0"))
-    assert not placed_apart((), ("queue 1", "consumer 0"))
-    assert placed_apart(("queue 1", "consumer 0"), ("queue 0", "consumer 0"))
-    assert placed_apart(("queue 0", "consumer 1"), ("queue 0", "consumer 0"))
-    assert not placed_apart(("queue 0", "queue 2", "consumer 0"), ("queue 0", "consumer 0"))
+    want = Placement((0,), 0)
+    assert not Placement((0,)).apart_from(want)
+    assert not Placement().apart_from(Placement((1,), 0))
+    assert Placement((1,), 0).apart_from(want)
+    assert Placement((0,), 1).apart_from(want)
+    assert not Placement((0, 2), 0).apart_from(want)
+    assert placements([_e("DELIVER", 1, client_id="a@1")]) == {"k": Placement((), 0)}
