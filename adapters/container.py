@@ -108,9 +108,10 @@ class ContainerPlan:
         return json.dumps({"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": steps}}, separators=(",", ":"))
 
     def update_sub_group(self, group: str, retry_max_times: int, fifo: bool,
-                         ladder_ms: Sequence[int] | None = None) -> list[str]:
+                         ladder_ms: Sequence[int] | None = None, retry_queue_nums: int = 1) -> list[str]:
         return ["sh", "mqadmin", "updateSubGroup", "-n", "namesrv:9876", "-c", self.cluster, "-g", group,
-                "-r", str(retry_max_times), "-o", str(fifo).lower(), "-p", self.retry_policy_json(ladder_ms)]
+                "-r", str(retry_max_times), "-q", str(retry_queue_nums), "-o", str(fifo).lower(),
+                "-p", self.retry_policy_json(ladder_ms)]
 
     def update_topic(self, topic: str, read_queues: int, write_queues: int, message_type: str) -> list[str]:
         return ["sh", "mqadmin", "updateTopic", "-n", "namesrv:9876", "-c", self.cluster, "-t", topic,
@@ -261,7 +262,8 @@ def container_target(image: str, profile: str = GRPC_5X, **kw: Any) -> Any:
         def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                             retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
                             retry_ladder_ms: Sequence[int] | None = None) -> None:
-            containers.admin(plan.update_sub_group(self.real(name), retry_max_times, fifo, retry_ladder_ms))
+            containers.admin(plan.update_sub_group(self.real(name), retry_max_times, fifo, retry_ladder_ms,
+                                                   retry_queue_nums))
             self._groups.setdefault(name, {}).update(retry_max_times=retry_max_times, fifo=fifo)
 
     target = ContainerTarget(address, profile, time_scale=plan.time_scale, **kw)

@@ -366,7 +366,7 @@ class GrpcTarget(Target):
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
         self._remoting_admin(f"configure group {settings['name']}", lambda a: a.create_group(
-            settings["name"], retry_max_times, fifo, retry_policy, retry_ladder_ms))
+            settings["name"], retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums))
         self._groups.setdefault(name, {}).update(settings)
 
     # ---- clients ------------------------------------------------------------------------------

@@ -91,8 +91,8 @@ class NodeTarget(WallDriverTarget):
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
                         retry_ladder_ms: Sequence[int] | None = None) -> None:
         real = self.names.real(name)
-        self._set_up(f"configure group {real}", lambda: self.admin.create_group(real, retry_max_times, fifo,
-                                                                                 retry_policy, retry_ladder_ms))
+        self._set_up(f"configure group {real}", lambda: self.admin.create_group(
+            real, retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums))
         if fifo:
             self._fifo_groups.add(name)
 

@@ -63,7 +63,8 @@ class RemotingTarget(WallDriverTarget):
             raise NotApplicable(f"{self.name}: a 4.x group's waits come from the broker's messageDelayLevel, "
                                 "not a 5.x retry ladder")
         self._set_up(f"configure group {name}", lambda: self.admin.create_group(
-            self.names.real(name), int(options.get("retry_max_times", 16)), bool(options.get("fifo", False)), None))
+            self.names.real(name), int(options.get("retry_max_times", 16)), bool(options.get("fifo", False)), None,
+            retry_queue_nums=int(options.get("retry_queue_nums", 1))))
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> DriverConsumer:
         self.subscribe(group, topic, str(options.get("expression", "*")), bool(options.get("broadcasting")))

@@ -100,11 +100,13 @@ class RemotingClient:
         return self.call(codes.UPDATE_AND_CREATE_TOPIC, ext)
 
     def create_group(self, group: str, retry_max_times: int = 16, orderly: bool = False,
-                     retry_policy: str | None = None, retry_ladder_ms: Sequence[int] | None = None) -> Command:
+                     retry_policy: str | None = None, retry_ladder_ms: Sequence[int] | None = None,
+                     retry_queue_nums: int = 1) -> Command:
         """``retry_ladder_ms``: the group's ``customizedRetryPolicy.next`` (5.x, RETRY-5X-01), as
-        ``mqadmin updateSubGroup -p`` sets it."""
+        ``mqadmin updateSubGroup -p`` sets it; ``retry_queue_nums``: its ``retryQueueNums`` (0 or less: the
+        broker answers a send-back without storing it, RETRY-CONC-04)."""
         config: dict[str, Any] = {"groupName": group, "consumeEnable": True, "consumeFromMinEnable": True,
-                                  "retryQueueNums": 1, "retryMaxTimes": retry_max_times,
+                                  "retryQueueNums": retry_queue_nums, "retryMaxTimes": retry_max_times,
                                   "consumeMessageOrderly": orderly}
         if retry_policy or retry_ladder_ms:  # 5.x SubscriptionGroupConfig.groupRetryPolicy
             config["groupRetryPolicy"] = {"type": retry_policy or "CUSTOMIZED"}
@@ -197,8 +199,9 @@ class RemotingAdmin:
         self._each_broker(lambda b: b.create_topic(topic, read_queues, write_queues, perm, message_type))
 
     def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None,
-                     retry_ladder_ms: Sequence[int] | None = None) -> None:
-        self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy, retry_ladder_ms))
+                     retry_ladder_ms: Sequence[int] | None = None, retry_queue_nums: int = 1) -> None:
+        self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy, retry_ladder_ms,
+                                                   retry_queue_nums))
 
     def read_topic(self, topic: str, group: str, most: int = 100_000) -> list[CommitLogMessage]:
         """Every message ``topic`` stores, pulled from offset 0 of each queue of its route as ``group``, as a

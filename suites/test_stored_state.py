@@ -141,6 +141,26 @@ def test_a_dead_letter_is_found_by_key_and_by_id(make_target) -> None:
             f"{DLQ} by id {sent.msg_id}: {by_id} (max 0: dead-lettered at once with reconsume times 1)")
 
 
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("RETRY-CONC-04")
+def test_a_group_without_retry_queues_drops_what_its_consumer_sends_back(make_target) -> None:
+    """``retryQueueNums = 0``: the broker answers the send-back SUCCESS and stores nothing, so a failed message
+    is neither retried nor dead-lettered, and the consumer moves on; a message that did not fail is consumed
+    as always. A target that cannot read its store is judged by the deliveries alone."""
+    target = make_target()
+    target.require("consumer.push4x.concurrent")
+    target.configure_group(GROUP, retry_queue_nums=0)
+    keys, listener = _consume_4x(target, [1, 0])
+    target.settle()
+    for key in keys:
+        require(len(listener.of(key)) == 1, "RETRY-CONC-04",
+                f"{key} delivered {len(listener.of(key))} times; a group without retry queues gets no retry")
+    for topic in ((RETRY_4X, DLQ) if "observe.stored" in target.capabilities else ()):
+        stored = target.read_stored(topic)
+        require(stored == [], "RETRY-CONC-04",
+                f"{topic} holds {[m.key for m in stored]}: with retryQueueNums 0 a send-back stores nothing")
+
+
 @pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("RETRY-5X-07", "RETRY-5X-10", "RETRY-CONC-04", "RETRY-CONC-05", "MSGID-03")
 @settings(max_examples=4)

@@ -45,6 +45,8 @@ def test_retry_policy_is_the_scaled_customized_table():
     assert command[:3] == ["sh", "mqadmin", "updateSubGroup"]
     assert command[command.index("-r") + 1] == "3" and command[command.index("-o") + 1] == "true"
     assert json.loads(command[command.index("-p") + 1]) == policy
+    assert command[command.index("-q") + 1] == "1"
+    assert plan.update_sub_group("G-abc", 3, False, retry_queue_nums=0)[command.index("-q") + 1] == "0"
     topic = plan.update_topic("T-abc", 8, 8, "FIFO")
     assert topic[topic.index("-a") + 1] == "+message.type=FIFO"
 

@@ -240,6 +240,7 @@ def update_group(b: RemotingBroker, request: Command) -> Command:
         group = sim.broker.group(config["groupName"])
         group.retry_max_times = int(config.get("retryMaxTimes", group.retry_max_times))
         group.fifo = bool(config.get("consumeMessageOrderly", group.fifo))
+        group.retry_queue_nums = int(config.get("retryQueueNums", group.retry_queue_nums))
         if retry is not None:
             group.retry_policy, group.customized_next_ms, group.exponential_ms = retry
     return request.response(SUCCESS)
