@@ -89,7 +89,8 @@ _ERRORS: dict[str, type[BaseException]] = {
 
 
 def error_to_json(exc: BaseException) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    known = next((c.__name__ for c in type(exc).__mro__ if c.__name__ in _ERRORS), type(exc).__name__)
+    out: dict[str, Any] = {"type": known, "message": str(exc)}  # a subclass travels as the error it refines
     if isinstance(exc, codes.RocketMQError):
         out.update(code=exc.code, message=exc.message)
     elif getattr(exc, "code", None) is not None:

@@ -128,6 +128,46 @@ def java_parse_double(text: str) -> float:
     raise ValueError(f'For input string: "{text}"')
 
 
+def java_double_to_string(value: float) -> str:
+    """Java ``Double.toString``: ``NaN``, ``Infinity``, ``0.0``; from 10^-3 up to 10^7 plain decimals with at
+    least one digit after the point (``100.0``, ``0.001``), else one digit, a point, at least one more digit
+    and ``E`` with the exponent (``1.0E31``, ``4.9E-324``). The digits are the fewest that read back to the
+    same double, as from JDK 19; the ``FloatingDecimal`` of JDK 8 to 18 gives a longer tail for a few values
+    (FILTER-06)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0.0"
+    digits, exponent = _shortest_digits(abs(value))
+    if 1e-3 <= abs(value) < 1e7:
+        point = exponent + 1  # digits before the point
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        whole, fraction = digits[:point].ljust(point, "0"), digits[point:]
+        return f"{sign}{whole}.{fraction or '0'}"
+    if len(digits) == 1:  # two digits at least: the nearest two (5e-324 is 4.9E-324)
+        mantissa, _, exp = f"{abs(value):.1e}".partition("e")
+        return f"{sign}{mantissa}E{int(exp)}"
+    return f"{sign}{digits[0]}.{digits[1:]}E{exponent}"
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """(the significant digits of Python's shortest round-trip repr, the decimal exponent of the first)."""
+    mantissa, _, exp = f"{value:.17e}".partition("e")
+    shortest = repr(value)
+    if "e" in shortest:
+        mantissa, _, exp = shortest.partition("e")
+        digits = mantissa.replace(".", "").rstrip("0") or "0"
+        return digits, int(exp)
+    whole, _, fraction = shortest.partition(".")
+    all_digits = (whole + fraction).lstrip("0")
+    exponent = len(whole.lstrip("0")) - 1 if whole.strip("0") else -(len(fraction) - len(fraction.lstrip("0")) + 1)
+    return all_digits.rstrip("0") or "0", exponent
+
+
 def java_double_compare(a: float, b: float) -> int:
     """Java ``Double.compare``: numeric order, except that ``-0.0`` is below ``0.0`` and NaN is above
     everything and equal to itself (FILTER-06)."""

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from spec import versions
 
+from . import javacc
 from .primitives import (
     INT_MAX,
     INT_MIN,
@@ -31,6 +32,7 @@ from .primitives import (
     java_boolean_value_of,
     java_double_compare,
     java_double_to_long_bits,
+    java_double_to_string,
     java_parse_double,
     java_parse_long,
     java_string_compare,
@@ -84,6 +86,8 @@ def java_text(value: Any) -> str:
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, float):
+        return java_double_to_string(value)
     return str(value)
 
 
@@ -106,7 +110,19 @@ _PUNCTUATION = ("<>", ">=", "<=", "=", ">", "<", "(", ",", ")", "+", "-")
 class Token:
     kind: str  # a keyword, DECIMAL, FLOAT, STRING, ID, a punctuation mark, or EOF
     image: str
-    column: int
+    at: javacc.Position
+
+    @property
+    def name(self) -> str:
+        """The kind as ``SelectorParserConstants.tokenImage`` spells it."""
+        return _TOKEN_NAMES.get(self.kind, f'"{self.kind}"')
+
+    def encountered(self) -> str:
+        return javacc.encountered(None if self.kind == "EOF" else self.image, self.name, self.at)
+
+
+_TOKEN_NAMES = {"ID": "<ID>", "DECIMAL": "<DECIMAL_LITERAL>", "FLOAT": "<FLOATING_POINT_LITERAL>",
+                "STRING": "<STRING_LITERAL>", "EOF": "<EOF>"}
 
 
 def _string_literal_end(text: str, pos: int) -> int:
@@ -126,10 +142,11 @@ def _string_literal_end(text: str, pos: int) -> int:
 class Lexer:
     """Tokens on demand, as JavaCC's token manager gives them: whitespace and complete comments skipped,
     then the longest match, a keyword winning a tie with a name. A character that starts no token raises
-    ``SqlParseError`` only when the parser asks for that token."""
+    ``SqlParseError`` only when the parser asks for that token, with JavaCC's message (``javacc``)."""
 
     def __init__(self, text: str, keywords: tuple[str, ...]) -> None:
         self.text, self.pos, self.keywords = text, 0, frozenset(keywords)
+        self.spans = javacc.spans(text)
 
     def next(self) -> Token:
         text = self.text
@@ -141,8 +158,8 @@ class Lexer:
                 break
             self.pos = comment.end()
         start = self.pos
-        if start >= len(text):
-            return Token("EOF", "<EOF>", start + 1)
+        if start >= len(text):  # placed at the last character read, line 0 column 0 when there is none
+            return Token("EOF", "<EOF>", self.spans[-1].end if text else javacc.Position(0, 0))
         candidates: list[tuple[int, str]] = []
         name = _ID.match(text, start)
         if name:
@@ -164,11 +181,19 @@ class Lexer:
                 candidates.append((start + len(mark), mark))
                 break
         if not candidates:
-            raise SqlParseError(f'Lexical error at line 1, column {start + 1}.  Encountered: "{text[start]}"')
+            raise SqlParseError(javacc.lexical_error(text, start, _unfinished(text, start)))
         end = max(end for end, _ in candidates)
         kind = next(kind for e, kind in candidates if e == end)
         self.pos = end
-        return Token(kind, text[start:end], start + 1)
+        return Token(kind, text[start:end], self.spans[start].begin)
+
+
+def _unfinished(text: str, start: int) -> int:
+    """How many characters at ``start`` still begin a token when none completes there: an unclosed string
+    or block comment runs to the end of input, a lone ``/`` or ``.`` is one, any other character none."""
+    if text[start] == "'" or text.startswith("/*", start):
+        return len(text) - start
+    return 1 if text[start] in "/." else 0
 
 
 # ---- expression tree -------------------------------------------------------------------------------------
@@ -534,13 +559,18 @@ def create_float(image: str) -> Const:
 # ---- parser (SelectorParser) -----------------------------------------------------------------------------
 
 _COMPARISON_MARKS = (">", ">=", "<", "<=")
-_JAVACC_NAMES = {"STRING": "<STRING_LITERAL>", "EOF": "<EOF>"}
 _LITERALS = ("STRING", "DECIMAL", "FLOAT", "TRUE", "FALSE", "NULL")
 
 
+class _NoMatch(SqlParseError):
+    """The tokens do not match the grammar here (``ParseException``), as opposed to a lexical error or a
+    check of a semantic action. Its message is the release's first sentence, exact; the list of expected
+    tokens that follows it there is not modelled."""
+
+
 class _Parser:
-    """Recursive descent with JavaCC's control flow: one token of lookahead (two after NOT and IS), and no
-    check for the end of input once the top rule is complete."""
+    """Recursive descent with JavaCC's control flow: one token of lookahead (two after NOT and IS, the whole
+    operand after a unary ``+``), and no check for the end of input once the top rule is complete."""
 
     def __init__(self, text: str, release: str) -> None:
         self.string_tests = versions.holds(release, since=STRING_TESTS_SINCE)
@@ -548,6 +578,25 @@ class _Parser:
         self.lexer = Lexer(text, keywords)
         self.tokens: list[Token] = []
         self.i = 0
+        self.scanning = False
+
+    def act(self, build: Callable[..., Expr], *args: Any) -> Expr:
+        """A semantic action that may throw: skipped while a syntactic lookahead scans, as JavaCC's
+        ``jj_3`` routines skip every action."""
+        return Const(None) if self.scanning else build(*args)
+
+    def scans(self, expansion: Callable[[], object]) -> bool:
+        """A syntactic lookahead (``jj_2_*``): whether the tokens from here match ``expansion``, its actions
+        skipped; a lexical error on the way is raised as the scan meets it."""
+        at, scanning = self.i, self.scanning
+        self.scanning = True
+        try:
+            expansion()
+            return True
+        except _NoMatch:
+            return False
+        finally:
+            self.i, self.scanning = at, scanning
 
     def peek(self, ahead: int = 0) -> Token:
         while len(self.tokens) <= self.i + ahead:
@@ -557,25 +606,22 @@ class _Parser:
     def take(self, kind: str | None = None) -> Token:
         token = self.peek()
         if kind is not None and token.kind != kind:
-            expected = _JAVACC_NAMES.get(kind, f'"{kind}"')
-            raise SqlParseError(f'Encountered "{token.image}" at line 1, column {token.column}. '
-                                f"Was expecting: {expected}")
+            raise _NoMatch(token.encountered())
         self.i += 1
         return token
 
     def fail(self) -> SqlParseError:
-        token = self.peek()
-        return SqlParseError(f'Encountered "{token.image}" at line 1, column {token.column}.')
+        return _NoMatch(self.peek().encountered())
 
     def selector(self) -> Expr:
-        return as_boolean(self.or_expr())
+        return self.act(as_boolean, self.or_expr())
 
     def or_expr(self) -> Expr:
         left = self.and_expr()
         while self.peek().kind == "OR":
             self.take()
             right = self.and_expr()
-            left = Logic("OR", as_boolean(left), as_boolean(right))
+            left = Logic("OR", self.act(as_boolean, left), self.act(as_boolean, right))
         return left
 
     def and_expr(self) -> Expr:
@@ -583,7 +629,7 @@ class _Parser:
         while self.peek().kind == "AND":
             self.take()
             right = self.equality()
-            left = Logic("AND", as_boolean(left), as_boolean(right))
+            left = Logic("AND", self.act(as_boolean, left), self.act(as_boolean, right))
         return left
 
     def equality(self) -> Expr:
@@ -591,9 +637,9 @@ class _Parser:
         while self.peek().kind in ("=", "<>", "IS"):
             kind = self.take().kind
             if kind == "=":
-                left = create_equal(left, self.comparison())
+                left = self.act(create_equal, left, self.comparison())
             elif kind == "<>":
-                left = Not(create_equal(left, self.comparison()))
+                left = Not(self.act(create_equal, left, self.comparison()))
             elif self.peek().kind == "NULL":
                 self.take()
                 left = Equal(left, Const(None))
@@ -616,15 +662,15 @@ class _Parser:
                 self.take()
             self.take()
             if kind in _COMPARISON_MARKS:
-                left = create_order(kind, left, self.unary())
+                left = self.act(create_order, kind, left, self.unary())
             elif kind == "BETWEEN":
                 low = self.unary()
                 self.take("AND")
                 high = self.unary()
                 if negated:
-                    left = Logic("OR", create_order("<", left, low), create_order(">", left, high))
+                    left = Logic("OR", self.act(create_order, "<", left, low), self.act(create_order, ">", left, high))
                 else:
-                    left = create_between(left, low, high)
+                    left = self.act(create_between, left, low, high)
             elif kind == "IN":
                 self.take("(")
                 values = [self.string_literal()]
@@ -632,7 +678,7 @@ class _Parser:
                     self.take()
                     values.append(self.string_literal())
                 self.take(")")
-                left = create_in(left, values, negated)
+                left = self.act(create_in, left, values, negated)
             else:
                 left = StringTest(kind, left, self.string_literal(), negated)
         return left
@@ -640,6 +686,8 @@ class _Parser:
     def unary(self) -> Expr:
         kind = self.peek().kind
         if kind == "+":
+            if not self.scans(lambda: (self.take(), self.unary())):  # LOOKAHEAD("+" unaryExpr())
+                raise self.fail()
             self.take()
             return self.unary()
         if kind == "-":
@@ -647,7 +695,7 @@ class _Parser:
             return Negate(self.unary())
         if kind == "NOT":
             self.take()
-            return Not(as_boolean(self.unary()))
+            return Not(self.act(as_boolean, self.unary()))
         return self.primary()
 
     def primary(self) -> Expr:
@@ -669,9 +717,9 @@ class _Parser:
             return Const(self.string_literal())
         self.take()
         if token.kind == "DECIMAL":
-            return create_from_decimal(token.image)
+            return self.act(create_from_decimal, token.image)
         if token.kind == "FLOAT":
-            return create_float(token.image)
+            return self.act(create_float, token.image)
         return Const({"TRUE": True, "FALSE": False, "NULL": None}[token.kind])
 
     def string_literal(self) -> str:
