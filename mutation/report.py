@@ -75,6 +75,32 @@ def split_by_earlier(jobs: list[Any], earlier: dict[str, Any]) -> tuple[list[Any
     return judge, carried
 
 
+def split_by_module(jobs: list[Any], earlier: dict[str, Any]) -> tuple[list[Any], list[Outcome]]:
+    """(the jobs to judge, the outcomes carried over) for ``--resume``: every verdict of an earlier run is kept
+    for a module whose mutants are exactly the ones that run judged (no edit moved, added or removed one);
+    a module with any new or missing mutant is judged whole. Equivalence is applied again from the file.
+    Carrying a survivor assumes the suites lost no test since; a test they gained may kill it, which only
+    ``--again`` finds out."""
+    earlier_keys: dict[str, dict[str, dict[str, Any]]] = {}
+    for outcome in earlier["outcomes"]:
+        earlier_keys.setdefault(outcome["mutant"].split(":", 1)[0], {})[outcome["mutant"]] = outcome
+    by_path: dict[str, list[Any]] = {}
+    for job in jobs:
+        by_path.setdefault(job.path, []).append(job)
+    judge, carried = [], []
+    for path, module_jobs in by_path.items():
+        old = earlier_keys.get(path, {})
+        if {job.key for job in module_jobs} != set(old):
+            judge += module_jobs
+            continue
+        for job in module_jobs:
+            o = old[job.key]
+            verdict = "survived" if o["verdict"] == "equivalent" else o["verdict"]
+            carried.append(Outcome(job, verdict, f"earlier run: {o.get('killed_by', '')}" if verdict == "killed"
+                                   else "", 0.0, int(o.get("tests", 0)), o.get("diff", "")))
+    return judge, carried
+
+
 def mark_equivalents(outcomes: list[Outcome], equivalents: dict[str, str]) -> None:
     for outcome in outcomes:
         reason = equivalents.get(outcome.job.key)

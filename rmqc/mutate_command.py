@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "module whose mutants no longer match that report (its source changed) is judged whole; "
                         "give it more than once to carry the kills of several runs (one of the rules, one of the "
                         "model, a run stopped half-way)")
+    parser.add_argument("--resume", type=Path, default=None, metavar="REPORT",
+                        help="keep every verdict of an earlier run's mutation.json for the modules whose mutants "
+                        "are unchanged and judge only the modules edited since (a survivor is not judged again: "
+                        "use --again for that)")
     parser.add_argument("--rescore", type=Path, default=None, metavar="REPORT",
                         help="run nothing: apply the equivalents file to an earlier run's mutation.json and write the "
                         "report again to --out")
@@ -63,6 +67,8 @@ def mutate(args: argparse.Namespace) -> int:
         earlier = {"rescore": report.load_report(args.rescore)} if args.rescore is not None else {}
         if args.again:
             earlier["again"] = report.merged_reports([report.load_report(path) for path in args.again])
+        if args.resume is not None:
+            earlier["resume"] = report.load_report(args.resume)
     except report.EquivalentFileError as exc:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2
@@ -72,8 +78,14 @@ def mutate(args: argparse.Namespace) -> int:
         return _summary(args, result)
     jobs = jobs_for(paths)
     carried = []
+    if "again" in earlier and "resume" in earlier:
+        print("rmqc mutate: error: --again judges an earlier run's survivors again, --resume keeps them: "
+              "give one of the two", file=sys.stderr)
+        return 2
     if "again" in earlier:
         jobs, carried = report.split_by_earlier(jobs, earlier["again"])
+    if "resume" in earlier:
+        jobs, carried = report.split_by_module(jobs, earlier["resume"])
     if args.max is not None and args.max < len(jobs):
         jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
     runner = Runner(args.timeout)

@@ -22,6 +22,7 @@ from mutation.report import (
     rescored,
     scores,
     split_by_earlier,
+    split_by_module,
 )
 from mutation.runner import Job, Outcome, Runner, Scratch, jobs_for
 
@@ -126,6 +127,21 @@ def test_a_malformed_equivalents_file_is_named_with_its_entry(tmp_path: Path) ->
     unknown = subprocess.run([sys.executable, "-m", "rmqc.cli", "mutate", "--areas", "rules.nothing"], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "names no module" in unknown.stderr, unknown.stderr
+
+
+def test_resume_keeps_the_verdicts_of_unchanged_modules_and_judges_edited_ones_whole(tmp_path: Path) -> None:
+    """``--resume``: a module whose mutants are the earlier run's keeps every verdict (an equivalent one goes
+    back to survived for the equivalents file to decide again); one with a mutant more is judged whole."""
+    kept = [_outcome("rules.a", "killed", 1), _outcome("rules.a", "survived", 2), _outcome("rules.a", "equivalent", 3)]
+    edited = [_outcome("model.b", "killed", 5)]
+    earlier = tmp_path / "mutation.json"
+    earlier.write_text(json.dumps(as_json(kept + edited, 1.0, 2, 0)))
+    added = _outcome("model.b", "survived", 6).job
+    judge, carried = split_by_module([o.job for o in kept + edited] + [added], load_report(earlier))
+    assert [j.key for j in judge] == [edited[0].job.key, added.key]
+    assert [(c.job.key, c.verdict) for c in carried] == [(kept[0].job.key, "killed"), (kept[1].job.key, "survived"),
+                                                         (kept[2].job.key, "survived")]
+    assert carried[0].killed_by.startswith("earlier run") and carried[1].killed_by == ""
 
 
 def test_again_carries_earlier_kills_and_rescore_applies_the_equivalents_file(tmp_path: Path) -> None:

@@ -183,7 +183,7 @@ class Broker:
         self.commit_log: list[Message] = []
         self.offsets: dict[tuple[str, str, int], int] = {}
         self.faults = BrokerFaults()
-        self.enable_property_filter = False
+        self.enable_property_filter = False  # enablePropertyFilter, off by default (FILTER-04)
         self.messages_in_memory = True  # False: queue offset 0 is on disk, new groups follow ConsumeFromWhere
         self._arrival: dict[str, list[Callable[[], None]]] = defaultdict(list)
         self.on_append: list[Callable[[str, int], None]] = []
