@@ -58,6 +58,18 @@ def merged_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
     return {"outcomes": list(merged.values())}
 
 
+def layered_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several earlier reports as one for ``split_by_module``: each module's outcomes from the last report
+    that judged it."""
+    by_module: dict[str, list[dict[str, Any]]] = {}
+    for earlier in reports:
+        modules: dict[str, list[dict[str, Any]]] = {}
+        for outcome in earlier["outcomes"]:
+            modules.setdefault(outcome["mutant"].split(":", 1)[0], []).append(outcome)
+        by_module.update(modules)
+    return {"outcomes": [o for outcomes in by_module.values() for o in outcomes]}
+
+
 def split_by_earlier(jobs: list[Any], earlier: dict[str, Any]) -> tuple[list[Any], list[Outcome]]:
     """(the jobs to judge, the outcomes carried over) against an earlier run's report (``load_report``): a
     mutant it counted killed stays killed (``killed_by`` says "earlier run"), every other one is judged again,

@@ -37,10 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "module whose mutants no longer match that report (its source changed) is judged whole; "
                         "give it more than once to carry the kills of several runs (one of the rules, one of the "
                         "model, a run stopped half-way)")
-    parser.add_argument("--resume", type=Path, default=None, metavar="REPORT",
+    parser.add_argument("--resume", type=Path, action="append", default=None, metavar="REPORT",
                         help="keep every verdict of an earlier run's mutation.json for the modules whose mutants "
                         "are unchanged and judge only the modules edited since (a survivor is not judged again: "
-                        "use --again for that)")
+                        "use --again for that); given more than once, a later report's modules replace an "
+                        "earlier one's (a run of a few areas on top of a whole run)")
     parser.add_argument("--rescore", type=Path, default=None, metavar="REPORT",
                         help="run nothing: apply the equivalents file to an earlier run's mutation.json and write the "
                         "report again to --out")
@@ -67,8 +68,8 @@ def mutate(args: argparse.Namespace) -> int:
         earlier = {"rescore": report.load_report(args.rescore)} if args.rescore is not None else {}
         if args.again:
             earlier["again"] = report.merged_reports([report.load_report(path) for path in args.again])
-        if args.resume is not None:
-            earlier["resume"] = report.load_report(args.resume)
+        if args.resume:
+            earlier["resume"] = report.layered_reports([report.load_report(path) for path in args.resume])
     except report.EquivalentFileError as exc:
         print(f"rmqc mutate: error: {exc}", file=sys.stderr)
         return 2

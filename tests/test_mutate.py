@@ -15,6 +15,7 @@ from mutation.report import (
     AreaScore,
     EquivalentFileError,
     as_json,
+    layered_reports,
     load_equivalents,
     load_report,
     mark_equivalents,
@@ -142,6 +143,10 @@ def test_resume_keeps_the_verdicts_of_unchanged_modules_and_judges_edited_ones_w
     assert [(c.job.key, c.verdict) for c in carried] == [(kept[0].job.key, "killed"), (kept[1].job.key, "survived"),
                                                          (kept[2].job.key, "survived")]
     assert carried[0].killed_by.startswith("earlier run") and carried[1].killed_by == ""
+    later = as_json([_outcome("model.b", "survived", 5), _outcome("model.b", "killed", 6)], 1.0, 2, 0)
+    layered = layered_reports([load_report(earlier), later])  # model.b from the later run, rules.a as before
+    judge, carried = split_by_module([o.job for o in kept + edited] + [added], layered)
+    assert judge == [] and [c.verdict for c in carried if c.job.path == "model/b.py"] == ["survived", "killed"]
 
 
 def test_again_carries_earlier_kills_and_rescore_applies_the_equivalents_file(tmp_path: Path) -> None:

@@ -136,9 +136,9 @@ def java_double_to_string(value: float) -> str:
     (FILTER-06)."""
     if math.isnan(value):
         return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
     sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if math.isinf(value):
+        return sign + "Infinity"
     if value == 0:
         return sign + "0.0"
     digits, exponent = _shortest_digits(abs(value))
@@ -156,7 +156,6 @@ def java_double_to_string(value: float) -> str:
 
 def _shortest_digits(value: float) -> tuple[str, int]:
     """(the significant digits of Python's shortest round-trip repr, the decimal exponent of the first)."""
-    mantissa, _, exp = f"{value:.17e}".partition("e")
     shortest = repr(value)
     if "e" in shortest:
         mantissa, _, exp = shortest.partition("e")
