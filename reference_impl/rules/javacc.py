@@ -80,10 +80,6 @@ def escape(text: str) -> str:
     return "".join(out)
 
 
-def _escape_unit(unit: int) -> str:
-    return escape(chr(unit)) if unit < 0xD800 or unit > 0xDFFF else f"\\u{unit:04x}"
-
-
 def lexical_error(text: str, start: int, prefix: int) -> str:
     """``TokenMgrError.LexicalError`` for the token manager failing at index ``start`` of ``text`` after
     reading ``prefix`` characters that could still begin a token (0 for a character that begins none).
@@ -101,7 +97,7 @@ def lexical_error(text: str, start: int, prefix: int) -> str:
     if failing and len(units) > 1:
         at, after = positions[last].begin, escape(text[start:last]) if read > 1 else ""
         return (f"Lexical error at line {at.line}, column {at.column}.  Encountered: "
-                f'"{_escape_unit(units[0])}" ({units[0]}), after : "{after}"')
+                f'"{escape(chr(units[0]))}" ({units[0]}), after : "{after}"')
     at = positions[last].end
     if last == len(text) - 1:
         line, column = (at.line + 1, 0) if text[last] in "\n\r" else (at.line, at.column + 1)

@@ -122,7 +122,7 @@ class Token:
 
 
 _TOKEN_NAMES = {"ID": "<ID>", "DECIMAL": "<DECIMAL_LITERAL>", "FLOAT": "<FLOATING_POINT_LITERAL>",
-                "STRING": "<STRING_LITERAL>", "EOF": "<EOF>"}
+                "STRING": "<STRING_LITERAL>"}
 
 
 def _string_literal_end(text: str, pos: int) -> int:
