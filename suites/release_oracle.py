@@ -1,0 +1,265 @@
+"""The released RocketMQ classes as the oracle of the reference's rules, release by release (issue 35).
+
+For each covered release (``spec.versions.COVERED``) a generated POM names the release's artifacts
+(``ARTIFACTS``); Maven copies them with their runtime dependencies from Maven Central into
+``<cache>/<release>/lib``, where the cache is ``$RMQC_ORACLE_CACHE`` or
+``~/.cache/rocketmq-conformance/oracle``: nothing of RocketMQ's is ever written into the project. An artifact
+the registry does not serve at a release (the 4.9.8 broker, the 5.1.4 proxy) is recorded with that reason, and
+the rules that need it are not applicable at that release. ``suites/java/ReleaseOracle.java`` (the project's
+own program, JDK classes only) is compiled once into the cache and started once per release per process; it
+answers JSON-lines calls on the release's real classes (``Jvm.call``).
+
+Without Java, Maven or the registry every oracle test is not applicable with that reason, never passed.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from history.outcomes import NotApplicable
+from spec import versions
+
+GROUP = "org.apache.rocketmq"
+CACHE_ENV = "RMQC_ORACLE_CACHE"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+RESOLVE_TIMEOUT_S = 900.0
+SOURCE = Path(__file__).parent / "java" / "ReleaseOracle.java"
+ARTIFACTS = ("common", "remoting", "client", "filter", "store", "broker", "proxy")
+"""The modules whose classes the rules model (``rocketmq-<name>``); ``proxy`` exists from 5.0.0."""
+_NOT_FOUND = re.compile(r"(?:(?:Could not find artifact|Failure to find) org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):"
+                        r"|org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):\S+ was not found in)")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "rocketmq-conformance" / "oracle")
+
+
+def wanted(release: str) -> tuple[str, ...]:
+    return ARTIFACTS if versions.key(release) >= versions.key("5.0.0") else ARTIFACTS[:-1]
+
+
+def pom_text(release: str, artifacts: tuple[str, ...]) -> str:
+    """The generated POM: the release's artifacts as dependencies (nothing built)."""
+    deps = "".join(f"<dependency><groupId>{GROUP}</groupId><artifactId>rocketmq-{a}</artifactId>"
+                   f"<version>{release}</version></dependency>" for a in artifacts)
+    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
+            f"<groupId>rmqc.oracle</groupId><artifactId>oracle-{release}</artifactId><version>1</version>"
+            f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release's resolved jars: what it has and, for what it lacks, why."""
+
+    release: str
+    lib: Path
+    artifacts: tuple[str, ...]
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+class Unavailable(Exception):
+    """The oracle cannot run on this machine (no Java, no Maven, the registry unreachable): one line."""
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise Unavailable(f"{name} is not installed: the release oracle needs Java 17+ and Maven")
+    return path
+
+
+def resolve(release: str, offline: bool = False) -> Release:
+    """The release's jars from the cache, else from Maven Central (``offline``: the cache only)."""
+    folder = cache_root() / release
+    done = folder / "complete.json"
+    if done.exists():
+        record = json.loads(done.read_text())
+        return Release(release, folder / "lib", tuple(record["artifacts"]), dict(record["missing"]))
+    if offline:
+        raise Unavailable(f"the jars of RocketMQ {release} are not in {folder} (run `make oracle`)")
+    mvn = _tool("mvn")
+    artifacts = list(wanted(release))
+    missing: dict[str, str] = {} if "proxy" in artifacts else {"proxy": "the proxy exists from 5.0.0"}
+    while artifacts:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pom.xml").write_text(pom_text(release, tuple(artifacts)))
+        lib = folder / "lib"
+        shutil.rmtree(lib, ignore_errors=True)
+        try:
+            run = subprocess.run([mvn, "-B", "-q", "-f", str(folder / "pom.xml"),
+                                  f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={lib}",
+                                  "-DincludeScope=runtime"], capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise Unavailable(f"RocketMQ {release}: Maven did not resolve the jars in {RESOLVE_TIMEOUT_S:.0f} s") from None
+        if run.returncode == 0:
+            break
+        output = run.stdout + run.stderr
+        m = _NOT_FOUND.search(output)
+        gone = m and (m.group(1) or m.group(2))
+        if gone and gone in artifacts:
+            missing[gone] = f"Maven Central does not serve {GROUP}:rocketmq-{gone}:{release}"
+            artifacts.remove(gone)
+            continue
+        last = (output.strip().splitlines() or ["(no output)"])[-1]
+        raise Unavailable(f"RocketMQ {release}: Maven could not resolve the jars: {last.strip()[:300]}")
+    done.write_text(json.dumps({"artifacts": artifacts, "missing": missing}, indent=2))
+    return Release(release, folder / "lib", tuple(artifacts), missing)
+
+
+def compiled() -> Path:
+    """``ReleaseOracle.class``, compiled once per version of its source into the cache."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    classes = cache_root() / "classes" / digest
+    if not (classes / "ReleaseOracle.class").exists():
+        javac = _tool("javac")
+        building = classes.with_name(f"{digest}.building.{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        run = subprocess.run([javac, "-nowarn", "-d", str(building), str(SOURCE)], capture_output=True, text=True,
+                             timeout=180)
+        if run.returncode != 0:
+            raise Unavailable(f"javac failed on {SOURCE.name}: {run.stderr.strip()[:300]}")
+        try:
+            building.rename(classes)
+        except OSError:  # a concurrent compile won: as good
+            shutil.rmtree(building, ignore_errors=True)
+    return classes
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the real method did: returned ``value`` or threw ``thrown`` (a class name) with ``message``."""
+
+    value: Any = None
+    thrown: str | None = None
+    message: str | None = None
+    code: Any = None
+
+    @property
+    def simple_thrown(self) -> str | None:
+        return None if self.thrown is None else self.thrown.rsplit(".", 1)[-1]
+
+
+class OracleError(RuntimeError):
+    """The call itself was malformed (no such class or method) or the JVM stopped answering."""
+
+
+class Jvm:
+    """One release's oracle JVM: a JSON line in, a JSON line out."""
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        java = _tool("java")
+        self.proc = subprocess.Popen(
+            [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xss4m", "-Dfile.encoding=UTF-8",
+             "-Drocketmq.client.logRoot=" + str(cache_root() / "logs"), "-Duser.home=" + str(cache_root() / "home"),
+             "-cp", f"{compiled()}:{release.lib}/*", "ReleaseOracle"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
+            bufsize=1)
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def has(self, artifact: str) -> bool:
+        return artifact in self.release.artifacts
+
+    def require(self, artifact: str, what: str) -> None:
+        """NotApplicable when the release lacks the artifact ``what`` lives in."""
+        if not self.has(artifact):
+            reason = self.release.missing.get(artifact, f"rocketmq-{artifact} is not resolved")
+            raise NotApplicable(f"{what} at {self.release.release}: {reason}")
+
+    def call(self, cls: str, method: str, *args: Any, types: tuple[str, ...] = (), target: Any = None,
+             read: tuple[str, ...] = ()) -> Answer:
+        request: dict[str, Any] = {"class": cls, "method": method, "types": list(types), "args": list(args)}
+        if target is not None:
+            request["target"] = target
+        if read:
+            request["read"] = list(read)
+        with self._lock:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(json.dumps(request, ensure_ascii=True) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            self.calls += 1
+        if not line:
+            raise OracleError(f"the oracle JVM of {self.release.release} stopped answering")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise OracleError(f"{self.release.release}: {cls}.{method}: {answer['error']}")
+        if "thrown" in answer:
+            return Answer(thrown=answer["thrown"], message=answer["message"], code=answer.get("code"))
+        return Answer(value=answer["value"])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+_JVMS: dict[str, Jvm | Exception] = {}
+_START = threading.Lock()
+
+
+def jvm(release: str) -> Jvm:
+    """The release's oracle JVM, started on first use and kept for the process (closed at exit); raises
+    NotApplicable naming why when it cannot run here. Set ``RMQC_ORACLE_OFFLINE=1`` to use the cache only."""
+    with _START:
+        known = _JVMS.get(release)
+        if known is None:
+            try:
+                known = Jvm(resolve(release, offline=os.environ.get("RMQC_ORACLE_OFFLINE") == "1"))
+                atexit.register(known.close)
+            except (Unavailable, OSError, subprocess.SubprocessError) as e:
+                known = e
+            _JVMS[release] = known
+    if isinstance(known, Exception):
+        raise NotApplicable(f"no release oracle for RocketMQ {release}: {known}")
+    return known
+
+
+# ---- values as the oracle reads them ------------------------------------------------------------------------
+
+def jint(n: int) -> dict[str, int]:
+    return {"int": n}
+
+
+def jlong(n: int) -> dict[str, int]:
+    return {"long": n}
+
+
+def jlist(items: list[Any]) -> dict[str, list[Any]]:
+    return {"list": items}
+
+
+def jbytes(data: bytes) -> dict[str, str]:
+    return {"bytes": data.hex()}
+
+
+def main() -> int:
+    """``python -m suites.release_oracle``: resolve every covered release and compile the oracle (`make oracle`)."""
+    for release in versions.COVERED:
+        try:
+            r = resolve(release)
+            compiled()
+            extra = "; ".join(f"{a}: {why}" for a, why in r.missing.items())
+            print(f"oracle {release}: {', '.join(r.artifacts)}" + (f" (not applicable: {extra})" if extra else ""))
+        except Unavailable as e:
+            print(f"oracle {release}: not applicable: {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
