@@ -166,6 +166,7 @@ class Jvm:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
             bufsize=1)
         self._lock = threading.Lock()
+        self._classes: dict[tuple[str, ...], str] = {}
         self.calls = 0
 
     def has(self, artifact: str) -> bool:
@@ -177,8 +178,12 @@ class Jvm:
             reason = self.release.missing.get(artifact, f"rocketmq-{artifact} is not resolved")
             raise NotApplicable(f"{what} at {self.release.release}: {reason}")
 
-    def call(self, cls: str, method: str, *args: Any, types: tuple[str, ...] = (), target: Any = None,
-             read: tuple[str, ...] = ()) -> Answer:
+    def call(self, cls: str | tuple[str, ...], method: str, *args: Any, types: tuple[str, ...] = (),
+             target: Any = None, read: tuple[str, ...] = ()) -> Answer:
+        """``cls.method(*args)`` on the release's classes; ``cls`` may name the places a class has lived in
+        across releases (the first the release has is taken)."""
+        if isinstance(cls, tuple):
+            return self.call(self.resolve_class(cls), method, *args, types=types, target=target, read=read)
         request: dict[str, Any] = {"class": cls, "method": method, "types": list(types), "args": list(args)}
         if target is not None:
             request["target"] = target
@@ -197,7 +202,23 @@ class Jvm:
             raise OracleError(f"{self.release.release}: {cls}.{method}: {answer['error']}")
         if "thrown" in answer:
             return Answer(thrown=answer["thrown"], message=answer["message"], code=answer.get("code"))
-        return Answer(value=answer["value"])
+        value = answer["value"]
+        if read and value is not None:  # the members read, written as the pairs of a map
+            value = {name: member for name, member in value}
+        return Answer(value=value)
+
+    def resolve_class(self, names: tuple[str, ...]) -> str:
+        """The first of ``names`` the release has (OracleError when none)."""
+        known = self._classes.get(names)
+        if known is None:
+            for name in names:
+                answer = self.call("java.lang.Class", "forName", name, types=("java.lang.String",))
+                if answer.thrown is None:
+                    known = self._classes[names] = name
+                    break
+            else:
+                raise OracleError(f"{self.release.release} has none of {', '.join(names)}")
+        return known
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from spec import versions
 
 from . import codes, sql92
+from .java_semantics import java_split, java_trim
 from .primitives import java_string_hash
 
 SQL_NOT_ENABLED_REMARK = "The broker does not support consumer to filter message by SQL92"
@@ -33,15 +34,26 @@ class TagSubscription:
         return self.sub_string == "*"
 
 
+class TagExpressionError(Exception):
+    """Java's ``Exception("subString split error")``: an expression made only of ``||`` separators."""
+
+
 def parse_tag_expression(expression: str | None) -> TagSubscription:
     """``FilterAPI.buildSubscriptionData`` for TAG (FILTER-02).
 
-    null, empty or exactly ``*`` subscribe to everything; otherwise split on ``||``, trim, drop empty
-    parts. A ``*`` inside a list, or with spaces around it, is an ordinary tag.
+    null, empty or exactly ``*`` subscribe to everything; otherwise ``String.split("\\|\\|")`` (trailing
+    empty parts dropped), ``String.trim`` (every unit up to U+0020, nothing else), empty parts dropped. A
+    ``*`` inside a list, or with spaces around it, is an ordinary tag. An expression of separators only
+    splits into nothing and Java throws ``subString split error``
+    (remoting/.../filter/FilterAPI.java#FilterAPI.buildSubscriptionData@rocketmq-all-5.3.3 L36-44,
+    common/.../filter/FilterAPI.java#FilterAPI.buildSubscriptionData@rocketmq-all-4.9.8 L47-60).
     """
     if expression is None or expression == "" or expression == "*":
         return TagSubscription("*", frozenset(), frozenset())
-    tags = [part.strip() for part in expression.split("||")]
+    parts = java_split(expression, "||")
+    if not parts:
+        raise TagExpressionError("subString split error")
+    tags = [java_trim(part) for part in parts]
     tags = [t for t in tags if t]
     return TagSubscription(expression, frozenset(tags), frozenset(java_string_hash(t) for t in tags))
 

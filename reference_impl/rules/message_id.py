@@ -4,6 +4,8 @@ from __future__ import annotations
 import ipaddress
 import struct
 
+from .primitives import utf16_units
+
 
 class NullIdError(ValueError):
     """Java's ``NullPointerException``: ``string2bytes`` gives null for an empty id."""
@@ -40,7 +42,7 @@ def hex_to_bytes(hex_string: str) -> bytes:
     """``UtilAll.string2bytes``: upper-cased, ``length / 2`` bytes (an odd last character is dropped), each
     from two ``"0123456789ABCDEF".indexOf`` values; a character that is not a hex digit counts as -1, so
     it sets every bit it is or-ed into (MSGID-01)."""
-    upper = hex_string.upper()
+    upper = utf16_units(hex_string.upper())  # String.length and charAt count UTF-16 units
     out = bytearray()
     for i in range(len(upper) // 2):
         high, low = HEX_DIGITS.find(upper[2 * i]), HEX_DIGITS.find(upper[2 * i + 1])

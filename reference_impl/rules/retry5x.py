@@ -13,6 +13,7 @@ from typing import Literal, Mapping, Sequence
 from spec import versions
 
 from . import codes, node5x
+from .java_semantics import int32
 from .primitives import ieee_pow
 
 Sdk = Literal["java", "python", "nodejs"]
@@ -144,10 +145,15 @@ def producer_settings() -> ProducerSettings:
 
 
 def server_customized_delay_ms(reconsume_times: int, next_ms: Sequence[int] = DEFAULT_CUSTOMIZED_NEXT_MS) -> int:
-    """``CustomizedRetryPolicy.nextDelayDuration``: ``next[rt + 2]``, clamped (RETRY-5X-02)."""
+    """``CustomizedRetryPolicy.nextDelayDuration``: ``next[rt + 2]``, clamped (RETRY-5X-02). ``rt + 2`` is an
+    ``int``: at ``Integer.MAX_VALUE - 1`` and above it wraps negative and Java throws
+    ArrayIndexOutOfBoundsException (here ``IndexError``)
+    (remoting/.../subscription/CustomizedRetryPolicy.java#CustomizedRetryPolicy.nextDelayDuration@rocketmq-all-5.3.3 L86)."""
     if reconsume_times < 0:
         reconsume_times = 0  # rt < 0 behaves as index 2 (vector rt=-1 -> 10000)
-    index = min(reconsume_times + 2, len(next_ms) - 1)
+    index = min(int32(reconsume_times + 2), len(next_ms) - 1)
+    if index < 0:
+        raise IndexError(f"Index {index} out of bounds for length {len(next_ms)}")
     return next_ms[index]
 
 

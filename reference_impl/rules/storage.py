@@ -7,6 +7,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from spec import versions
+
+from .java_semantics import int32
 from .primitives import java_abs_int, java_string_hash
 
 MESSAGE_MAGIC_CODE = -626843481          # 0xDAA320A7, V1
@@ -66,18 +69,24 @@ def message_version_for_topic(topic_length: int, develop: bool = True) -> int:
 
 def cal_msg_length(body_length: int, topic_length: int, properties_length: int, sys_flag: int = 0,
                    magic: int = MESSAGE_MAGIC_CODE) -> int:
-    """``calMsgLength``: 91 + body + topic + properties for IPv4 hosts, +12 per IPv6 host (STORE-01)."""
+    """``calMsgLength``: 91 + body + topic + properties for IPv4 hosts, +12 per IPv6 host (STORE-01); a
+    negative body or properties length counts 0, and the sum is an ``int`` that wraps
+    (store/.../CommitLog.java#CommitLog.calMsgLength@rocketmq-all-4.9.8 L451-453,
+    store/.../MessageExtEncoder.java#MessageExtEncoder.calMsgLength@rocketmq-all-5.3.3 L78-80)."""
     born = 20 if sys_flag & BORNHOST_V6_FLAG else 8
     store = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
     topic_len_size = 2 if magic == MESSAGE_MAGIC_CODE_V2 else 1
-    return (4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + body_length
-            + topic_len_size + topic_length + 2 + properties_length)
+    return int32(4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + max(body_length, 0)
+                 + topic_len_size + topic_length + 2 + max(properties_length, 0))
 
 
-def properties_to_string(properties: Mapping[str, str | None]) -> str:
-    """``messageProperties2String``: name\\u0001value\\u0002 ..., the last \\u0002 removed (STORE-04)."""
-    parts = [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None]
-    return PROPERTY_SEPARATOR.join(parts)
+def properties_to_string(properties: Mapping[str, str | None], version: str = versions.LATEST) -> str:
+    """``messageProperties2String``: name\\u0001value\\u0002 ... (STORE-04); up to 5.1.x the last \\u0002 is
+    removed, from 5.2.0 it stays (the CRC check of the commit log, #7437:
+    common/.../message/MessageDecoder.java#MessageDecoder.messageProperties2String@rocketmq-all-5.3.3 L605-634)."""
+    parts = [f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items() if v is not None]
+    text = "".join(parts)
+    return text if versions.holds(version, since="5.2.0") else text[:-1]
 
 
 def string_to_properties(text: str) -> dict[str, str]:

@@ -2,7 +2,6 @@
 ``RocketMQError`` with RocketMQ's code and message."""
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -11,6 +10,7 @@ from spec import versions
 
 from . import codes
 from .codes import RocketMQError
+from .java_semantics import NAME_TABLE, java_chars_in_table, java_is_blank, java_length
 
 PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
 TBW102 = "TBW102"
@@ -34,8 +34,14 @@ SYSTEM_PROPERTY_KEYS = frozenset({
     "TIMER_OUT_MS", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_ENQUEUE_MS",
     "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "1ST_POP_TIME", "POP_CK", "POP_CK_OFFSET", "INNER_BASE",
     "INNER_NUM", "TRACE_CONTEXT", "__BORNHOST", "__STARTDELIVERTIME"})
-_TOPIC_4X = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_TOPIC_JAVA_5X = re.compile(r"^[%a-zA-Z0-9_-]+$")
+_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"  # as the messages quote it; checked on NAME_TABLE, not by re
+_JAVA_5X_TOPIC_PATTERN = "^[%a-zA-Z0-9_-]+$"  # Matcher.matches(): the whole name, a trailing "\n" refused
+_JAVA_5X_TOPIC_TABLE = NAME_TABLE - {"|"}
+
+
+def _legal_name(name: str) -> bool:
+    """Not ``TopicValidator.isTopicOrGroupIllegal``: non-empty and every UTF-16 unit in the table."""
+    return bool(name) and java_chars_in_table(name)
 
 
 # ---- TOPIC-01..04 -----------------------------------------------------------------------------
@@ -45,9 +51,11 @@ def perm_to_string(perm: int) -> str:
     return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
 
 
-def perm_valid(perm: int) -> bool:
-    """develop ``PermName.isValid``: 0 <= perm < 8 (TOPIC-01)."""
-    return 0 <= perm < PERM_PRIORITY
+def perm_valid(perm: int, version: str = versions.LATEST) -> bool:
+    """``PermName.isValid`` (TOPIC-01), from 5.0.0: ``PERM_INHERIT <= perm < PERM_PRIORITY`` up to 5.1.3, then
+    ``0 <= perm < PERM_PRIORITY`` (common/.../constant/PermName.java#PermName.isValid@rocketmq-all-5.1.4 L64)."""
+    low = 0 if versions.holds(version, since="5.1.4") else PERM_INHERIT
+    return low <= perm < PERM_PRIORITY
 
 
 def writable(perm: int) -> bool:
@@ -112,11 +120,11 @@ def is_system_topic(topic: str) -> bool:
 
 def check_topic_client_4x(topic: str) -> None:
     """Remoting client ``Validators.checkTopic`` (LIMIT-01): MQClientException, code -1."""
-    if not topic or not topic.strip():
+    if java_is_blank(topic):
         raise RocketMQError(-1, "The specified topic is blank")
-    if len(topic) > MAX_TOPIC_LENGTH:
+    if java_length(topic) > MAX_TOPIC_LENGTH:
         raise RocketMQError(-1, f"The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}.")
-    if not _TOPIC_4X.match(topic):
+    if not _legal_name(topic):
         raise RocketMQError(-1, f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
     if topic in NOT_ALLOWED_SEND_TOPICS:
         raise RocketMQError(-1, f"Sending message to topic[{topic}] is forbidden.")
@@ -124,7 +132,7 @@ def check_topic_client_4x(topic: str) -> None:
 
 def check_topic_broker_4x(topic: str) -> None:
     """Broker 4.9.8 ``validateTopic``: SYSTEM_ERROR for the name, NO_PERMISSION for forbidden topics (LIMIT-01)."""
-    if not topic or not topic.strip() or not _TOPIC_4X.match(topic) or len(topic) > MAX_TOPIC_LENGTH:
+    if java_is_blank(topic) or not _legal_name(topic) or java_length(topic) > MAX_TOPIC_LENGTH:
         raise RocketMQError(codes.R_SYSTEM_ERROR, f"The specified topic[{topic}] is illegal")
     if topic in NOT_ALLOWED_SEND_TOPICS:
         raise RocketMQError(codes.R_NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
@@ -132,7 +140,7 @@ def check_topic_broker_4x(topic: str) -> None:
 
 def check_topic_proxy(topic: str) -> None:
     """gRPC proxy: the client rules plus no system topic -> ILLEGAL_TOPIC (40002) (LIMIT-01)."""
-    if not topic or not topic.strip() or len(topic) > MAX_TOPIC_LENGTH or not _TOPIC_4X.match(topic):
+    if java_is_blank(topic) or java_length(topic) > MAX_TOPIC_LENGTH or not _legal_name(topic):
         raise RocketMQError(codes.ILLEGAL_TOPIC, f"topic name {topic!r} is illegal")
     if is_system_topic(topic):
         raise RocketMQError(codes.ILLEGAL_TOPIC, f"cannot access system topic {topic}")
@@ -140,18 +148,18 @@ def check_topic_proxy(topic: str) -> None:
 
 def java_5x_topic_valid(topic: str) -> bool:
     """Java 5.x client topic regex ``^[%a-zA-Z0-9_-]+$`` (no ``|``) (LIMIT-01, LIMIT-06)."""
-    return bool(_TOPIC_JAVA_5X.match(topic))
+    return bool(topic) and java_chars_in_table(topic, _JAVA_5X_TOPIC_TABLE)
 
 
 def check_group(group: str, version: str = versions.LATEST) -> None:
     """``Validators.checkGroup`` (LIMIT-02): not blank, at most 255 characters in every release (120 only
     on the development branch), only ``^[%|a-zA-Z0-9_-]+$``."""
     limit = 120 if version == versions.DEVELOP else 255
-    if not group or not group.strip():
+    if java_is_blank(group):
         raise RocketMQError(-1, "the specified group is blank")
-    if len(group) > limit:
+    if java_length(group) > limit:
         raise RocketMQError(-1, f"the specified group is longer than group max length {limit}.")
-    if not _TOPIC_4X.match(group):
+    if not _legal_name(group):
         raise RocketMQError(-1, f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
 
 
@@ -161,7 +169,7 @@ def check_group_proxy(group: str, version: str = versions.LATEST) -> None:
     ``checkGroup`` comes first, then the system group."""
     system = group.startswith("CID_RMQ_SYS_")
     if versions.holds(version, until="5.0.0"):
-        if not group or not group.strip():
+        if java_is_blank(group):
             raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "consumer group cannot be empty")
         if system:
             raise RocketMQError(codes.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
@@ -205,7 +213,7 @@ def check_body_python_5x(body: bytes | None) -> None:
 def check_message_python_5x(tag: str | None, message_group: str | None, delivery_timestamp_ms: int | None) -> None:
     """Python 5.x SDK 5.1.2 ``Message`` setters, met before any request (LIMIT-04, LIMIT-06): a tag may not
     be blank or hold ``|``; a message group and a delivery timestamp exclude each other."""
-    if tag is not None and (not tag.strip() or "|" in tag):
+    if tag is not None and (not tag.strip() or "|" in tag):  # idiom-ok: the Python SDK's own str.strip
         raise RocketMQError(-1, 'tag should not contain "|".' if "|" in tag else "tag should not be blank.")
     if message_group is not None and delivery_timestamp_ms is not None:
         raise RocketMQError(-1, "delivery_timestamp and message_group should not be set at same time.")
@@ -241,7 +249,7 @@ def check_properties_proxy(user_properties: Mapping[str, str], tag: str | None =
                                 "the value of property cannot contain control character")
         size += len(key.encode()) + len(value.encode())
     if tag:  # GrpcValidator.validateTag checks a non-empty tag only
-        if not tag.strip():
+        if java_is_blank(tag):
             raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace")
         if "|" in tag:
             raise RocketMQError(codes.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")
@@ -274,16 +282,16 @@ def check_java_message_builder(topic: str, body: bytes, tag: str | None = None, 
                                priority: int | None = None) -> None:
     """Java 5.x ``MessageBuilderImpl`` (LIMIT-06): IllegalArgumentException as code -1."""
     if not java_5x_topic_valid(topic):
-        raise RocketMQError(-1, f"topic does not match the regex [regex={_TOPIC_JAVA_5X.pattern}]")
+        raise RocketMQError(-1, f"topic does not match the regex [regex={_JAVA_5X_TOPIC_PATTERN}]")
     if not body:
         raise RocketMQError(-1, "body should not be empty")
-    if tag is not None and (not tag.strip() or "|" in tag):
-        raise RocketMQError(-1, "tag should not be blank" if not tag.strip() else "tag should not contain \"|\"")
+    if tag is not None and (java_is_blank(tag) or "|" in tag):
+        raise RocketMQError(-1, "tag should not be blank" if java_is_blank(tag) else "tag should not contain \"|\"")
     for key in keys:
-        if not key.strip():
+        if java_is_blank(key):
             raise RocketMQError(-1, "key should not be blank")
     for k, v in (properties or {}).items():
-        if not k.strip() or not v.strip():
+        if java_is_blank(k) or java_is_blank(v):
             raise RocketMQError(-1, "key and value should not be blank")
     if message_group is not None and delivery_timestamp is not None:
         raise RocketMQError(-1, "deliveryTimestamp and messageGroup should not be set at same time")

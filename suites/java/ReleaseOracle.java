@@ -281,6 +281,18 @@ public final class ReleaseOracle {
             }
             return b;
         }
+        if (m.containsKey("alloc")) {
+            Class<?> cls = type((String) m.get("alloc"));
+            Object o = allocate(cls);
+            Object set = m.get("set");
+            if (set != null) {
+                for (Map.Entry<String, Object> e : asMap(set).entrySet()) {
+                    Field f = field(cls, e.getKey());
+                    f.set(o, value(e.getValue(), f.getType()));
+                }
+            }
+            return o;
+        }
         if (m.containsKey("list") || m.containsKey("set")) {
             Collection<Object> c = m.containsKey("list") ? new ArrayList<>() : new HashSet<>();
             for (Object item : asList(m.containsKey("list") ? m.get("list") : m.get("set"))) {
@@ -306,18 +318,6 @@ public final class ReleaseOracle {
             call.put("types", m.get("types"));
             call.put("args", m.get("args"));
             return invoke(call);
-        }
-        if (m.containsKey("alloc")) {
-            Class<?> cls = type((String) m.get("alloc"));
-            Object o = allocate(cls);
-            Object set = m.get("set");
-            if (set != null) {
-                for (Map.Entry<String, Object> e : asMap(set).entrySet()) {
-                    Field f = field(cls, e.getKey());
-                    f.set(o, value(e.getValue(), f.getType()));
-                }
-            }
-            return o;
         }
         if (m.containsKey("call")) {
             return invoke(asMap(m.get("call")));
