@@ -5,6 +5,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from .java_semantics import java_split
 from .primitives import md5_ring_hash
 
 DEFAULT_VIRTUAL_NODES = 10
@@ -124,12 +125,14 @@ def allocate_by_config(configured: Sequence[MessageQueue]) -> Strategy:
 
 def allocate_by_machine_room(queues: Sequence[MessageQueue], consumer_ids: Sequence[str], current: str,
                              consume_idcs: Iterable[str]) -> list[MessageQueue]:
-    """``AllocateMessageQueueByMachineRoom`` over brokers named ``IDC@name`` (ALLOC-06)."""
+    """``AllocateMessageQueueByMachineRoom`` over brokers named ``IDC@name`` (ALLOC-06); the name is cut with
+    ``String.split("@")``, which drops trailing empty parts (``"a@"`` is one part, not two)
+    (client/.../rebalance/AllocateMessageQueueByMachineRoom.java#AllocateMessageQueueByMachineRoom.allocate)."""
     if not _check(queues, consumer_ids, current):
         return []
     idcs = set(consume_idcs)
     premq = [mq for mq in queues
-             if len(parts := mq.broker_name.split("@")) == 2 and parts[0] in idcs]
+             if len(parts := java_split(mq.broker_name, "@")) == 2 and parts[0] in idcs]
     i, c = list(consumer_ids).index(current), len(consumer_ids)
     mod, rem = len(premq) // c, len(premq) % c
     out = premq[mod * i: mod * i + mod]

@@ -84,7 +84,7 @@ CHARACTER_MAX_LENGTH, MAX_MESSAGE_SIZE, DEFAULT_TOPIC = 255, 128 * 1024, "TBW102
 
 def check_topic(topic: str) -> str | None:
     """SDK-CPP-08: ``Validators::checkTopic``'s refusal, or None (the character check is a stub)."""
-    if not topic.strip():
+    if not topic.strip():  # idiom-ok: the C++ client, not Java; no JVM oracle checks it (issue 35)
         return "the specified topic is blank"
     if len(topic) > CHARACTER_MAX_LENGTH:
         return "the specified topic is longer than topic max length 255."
@@ -95,7 +95,7 @@ def check_topic(topic: str) -> str | None:
 
 def check_group(group: str) -> str | None:
     """SDK-CPP-08: ``Validators::checkGroup``'s refusal, or None."""
-    if not group.strip():
+    if not group.strip():  # idiom-ok: the C++ client, not Java; no JVM oracle checks it (issue 35)
         return "the specified group is blank"
     if len(group) > CHARACTER_MAX_LENGTH:
         return "the specified group is longer than group max length 255."

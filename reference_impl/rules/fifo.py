@@ -8,6 +8,7 @@ from typing import Sequence
 from spec import versions
 
 from . import codes
+from .java_semantics import java_is_blank
 from .primitives import (
     guava_consistent_hash,
     java_abs_int,
@@ -43,8 +44,9 @@ def select_queue_by_hash_4x(arg_hash: int, queue_count: int) -> int:
 
 def message_group_error(group: str, max_size: int = MAX_MESSAGE_GROUP_SIZE) -> str | None:
     """The proxy's refusal of a message group, in ``SendMessageActivity.validateMessageGroup``'s order and
-    words, or None (FIFO-07)."""
-    if not group.strip():
+    words, or None (FIFO-07). Blank is ``StringUtils.isBlank`` (``Character.isWhitespace``: U+00A0 is not
+    blank, U+001F is)."""
+    if java_is_blank(group):
         return "message group cannot be the char sequence of whitespace"
     if len(group.encode("utf-8")) >= max_size:
         return f"message group exceed the max size {max_size}"

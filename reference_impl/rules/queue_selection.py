@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from .allocation import MessageQueue
-from .primitives import INT_MAX, to_int32
+from .java_semantics import java_split
+from .primitives import INT_MAX, INT_MIN, java_parse_long, to_int32
 from .validation import PERM_READ, PERM_WRITE
 
 
@@ -44,12 +45,15 @@ class QueueData:
 
 
 def publish_queues(topic: str, route: Iterable[QueueData], order_topic_conf: str | None = None) -> list[MessageQueue]:
-    """``topicRouteData2TopicPublishInfo`` (QSEL-03)."""
+    """``topicRouteData2TopicPublishInfo`` (QSEL-03). An order-topic configuration is cut with ``String.split``
+    (trailing empty parts dropped: ``"a:4;"`` is one broker); each ``broker:count`` item's second part is
+    ``Integer.parseInt``-ed (``ValueError`` / ``IndexError`` where Java throws)."""
     if order_topic_conf:
         out = []
-        for part in order_topic_conf.split(";"):
-            broker, count = part.split(":")
-            out += [MessageQueue(topic, broker, q) for q in range(int(count))]
+        for part in java_split(order_topic_conf, ";"):
+            item = java_split(part, ":")
+            broker, count = item[0], java_parse_long(item[1], INT_MIN, INT_MAX)
+            out += [MessageQueue(topic, broker, q) for q in range(count)]
         return out
     out = []
     for qd in sorted(route, key=lambda q: q.broker_name):

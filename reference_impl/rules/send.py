@@ -27,7 +27,7 @@ NOT_STORE_OK = {codes.R_FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT", codes.R_FLUSH_
 
 
 def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+    return tuple(int(p) for p in text.split(".") if p.isdigit())  # idiom-ok: the project's release names
 
 
 def retry_response_codes(version: str = "4.9.8") -> frozenset[int]:

@@ -92,7 +92,7 @@ def properties_to_string(properties: Mapping[str, str | None], version: str = ve
 def string_to_properties(text: str) -> dict[str, str]:
     """``string2messageProperties``: segments of >= 3 chars with \\u0001 strictly inside (STORE-04)."""
     out: dict[str, str] = {}
-    for segment in text.split(PROPERTY_SEPARATOR):
+    for segment in text.split(PROPERTY_SEPARATOR):  # idiom-ok: empty segments are skipped, as Java drops them
         if len(segment) < 3:
             continue
         pos = segment.find(NAME_VALUE_SEPARATOR)
@@ -272,7 +272,7 @@ def encode_index_header(begin_ts: int, end_ts: int, begin_phy: int, end_phy: int
 def index_keys(topic: str, uniq_key: str | None, keys: str | None) -> list[str]:
     """What the IndexService indexes: topic#UNIQ_KEY and topic#k for each KEYS token (STORE-08)."""
     out = [f"{topic}#{uniq_key}"] if uniq_key else []
-    for k in (keys or "").split(" "):
+    for k in (keys or "").split(" "):  # idiom-ok: empty keys are skipped, as Java's length() > 0 test does
         if k:
             out.append(f"{topic}#{k}")
     return out
