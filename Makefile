@@ -53,6 +53,12 @@ drivers/nodejs/node_modules/.installed: drivers/nodejs/package-lock.json drivers
 	  cd drivers/nodejs && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed || \
 	  echo "make: rocketmq-client-nodejs could not be installed; the Node.js SDK tests will be not applicable"; fi
 
+# the release oracle (issue 35): each covered release's jars from Maven Central into ~/.cache/rocketmq-conformance/oracle
+# and suites/java/ReleaseOracle.java compiled there; without Java or Maven its tests are not applicable, never passed
+.PHONY: oracle
+oracle: install
+	-$(BIN)/python -m suites.release_oracle
+
 test: install browser driver-4x driver-node
 	$(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites
 
