@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
+from spec import versions
+
 from reference_impl.rules import (allocation, delay, filter as tag_filter, message_id, primitives, remoting,
                                   retry4x, retry5x, storage, validation)
 from reference_impl.rules.codes import RocketMQError
@@ -493,3 +495,11 @@ for _name, _fn, _id in (("AllocateMessageQueueAveragely", allocation.allocate_av
     check(f"allocation.{_fn.__name__}", _id,
           f"client/src/main/java/org/apache/rocketmq/client/consumer/rebalance/{_name}.java#{_name}.allocate",
           "client", st.tuples(st.integers(0, 12), CIDS, st.integers(0, 10)))(_allocate(_name, _fn))
+
+
+def oracle_line(c: OracleCheck) -> str:
+    """The ``upstream`` source line of the check's behaviour that names the Java method the rule is checked
+    against (``rmqc spec show ID`` prints it)."""
+    releases = ", ".join(r for r in versions.COVERED if not c.since or versions.holds(r, since=c.since))
+    return (f"oracle: `reference_impl.rules.{c.rule}` is checked against `{c.java}` at {releases} where Maven "
+            f"Central serves rocketmq-{c.artifact} (suites/test_release_oracle.py)")
