@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 import os
+from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence
 
 from history.events import Event
@@ -93,6 +94,28 @@ class ConsumerHandle(Protocol):
     def shutdown(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class BrokerTiming:
+    """What a target's server was configured with, in spec ms, where a real release could not take the spec's
+    defaults exactly at its time scale (``adapters.release_plan``): its ``messageDelayLevel`` table (a level
+    under a second after scaling is one second) and the retry ladder its consumer groups get by default (whole
+    protocol seconds, which every SDK can carry), and the durations it cannot compress. ``None``: the spec's default. The oracle and the reference's
+    prediction use these (``suites.oracle.oracle_for``), so a test judges what the harness configured."""
+
+    delay_levels_ms: tuple[int, ...] | None = None
+    customized_next_ms: tuple[int, ...] | None = None
+    revive_lag_ms: int | None = None
+    """RETRY-5X-11's revive lag in spec ms where the release reads it from no key: its 2 wall seconds are
+    ``2000 / time_scale`` of spec time on a time-scaled release."""
+
+    @property
+    def is_default(self) -> bool:
+        return self.delay_levels_ms is None and self.customized_next_ms is None and self.revive_lag_ms is None
+
+
+DEFAULT_TIMING = BrokerTiming()
+
+
 class Target(abc.ABC):
     """A system under test: the reference, a proxy, a container or a driver process."""
 
@@ -107,6 +130,8 @@ class Target(abc.ABC):
     """The product version under test (for expectation files' ``when.version``), when the target tells it."""
     client_library: tuple[str, str | None] | None = None
     """The SDK the target drives, ``(name, version)``: a column of the SDK × server matrix."""
+    broker_timing: BrokerTiming = DEFAULT_TIMING
+    """The server's configured delay table and default retry ladder where they differ from the spec's."""
 
     def require(self, *capabilities: str) -> None:
         missing = [c for c in capabilities if c not in self.capabilities]

@@ -41,7 +41,7 @@ from .base import (
     wall_budget_s,
 )
 from .names import SessionNames
-from .remoting_client import RemotingAdmin, RemotingClientError
+from .remoting_client import AdminRefused, RemotingAdmin, RemotingClientError
 from .sdk5x import (
     LOCAL_RETRY_SLEEPS,
     load_sdk,
@@ -58,6 +58,9 @@ CAPABILITIES = frozenset({"send.sync", "send.async", "delay.timer", "consumer.si
 STORED_WITH_NAMESRV = frozenset({"observe.properties"})
 """What a name server adds: a remoting pull shows a stored message's system properties."""
 PROBE_TIMEOUT_S = 5.0
+PYTHON_FIRST_SETTINGS_SYNC_S = 1.0
+"""rocketmq-python-client 5.1.2 ``ClientTelemetryManager.start_scheduler``: settings (with every topic the client
+has sent to, ``Client._retrieve_topic_route_data``) are sent 1 s after start, then every 300 s (TX-07)."""
 
 
 @dataclass
@@ -127,13 +130,16 @@ class GrpcTarget(Target):
         self.profile = profile
         self.info = server_info(address)
         self.time_scale = time_scale or self.info.time_scale
+        self.wire_scale = 1.0 if self.info.admin else self.time_scale
+        """Protocol milliseconds per spec millisecond: ``rmqc serve`` speaks spec time; a real proxy whose release
+        the harness compressed through its keys (``release:V``) speaks wall time."""
         self.admin = RemotingAdmin(namesrv or self.info.namesrv) if (namesrv or self.info.namesrv) else None
         self.capabilities = CAPABILITIES | (STORED_WITH_NAMESRV if self.admin else frozenset())
         self.version = self.info.version
         self.client_library = sdk_name_and_version()
         self.budget_s = budget_s or wall_budget_s()
         self.sdk = load_sdk()
-        scale_fifo_local_retries(self.time_scale)
+        scale_fifo_local_retries(self.time_scale / self.wire_scale)  # the policy's seconds are spec or wall seconds
         self.recorder = EventRecorder(run_id, self.name, profile)
         self._lock = threading.RLock()
         self._t0 = self.info.answered_at if epoch_monotonic is None else epoch_monotonic
@@ -154,6 +160,19 @@ class GrpcTarget(Target):
     def epoch_monotonic(self) -> float:
         """The ``time.monotonic()`` that is spec time 0 for this target's clients."""
         return self._t0
+
+    def wire_seconds(self, spec_ms: int) -> int:
+        """A duration as the Python SDK sends it: whole seconds of protocol time (its requests carry
+        ``Duration.seconds`` only, so it truncates, RETRY-5X-*'s Python habits). On a compressed real release a
+        spec duration that is no whole number of protocol seconds cannot be sent: not applicable."""
+        wire_ms = max(0, spec_ms) * self.wire_scale
+        if self.wire_scale != 1.0 and abs(wire_ms - round(wire_ms / 1000) * 1000) > 1e-6:
+            raise NotApplicable(f"{self.name}: {spec_ms} ms of spec time is {wire_ms:g} ms on the wire at time scale "
+                                f"{self.time_scale:g}, and the Python SDK sends whole seconds")
+        return int(round(wire_ms)) // 1000
+
+    def spec_ms_of_wire(self, wire_ms: float) -> int:
+        return int(round(wire_ms / self.wire_scale))
 
     # ---- names --------------------------------------------------------------------------------
 
@@ -341,14 +360,20 @@ class GrpcTarget(Target):
 
     # ---- admin --------------------------------------------------------------------------------
 
-    def _remoting_admin(self, what: str, action: Callable[[RemotingAdmin], None]) -> None:
+    def _remoting_admin(self, what: str, action: Callable[[RemotingAdmin], None], courtesy: bool = False) -> None:
         """Set-up through the name server's brokers, as mqadmin does; with no name server known (a real proxy
-        and no ``--namesrv``) the test is not applicable."""
+        and no ``--namesrv``) the test is not applicable. ``courtesy``: a step the harness takes on its own
+        account before a client starts; a broker's refusal (an illegal group name) is left for the client to
+        meet, which is what a test of that name observes."""
         if self.admin is None:
             raise NotApplicable(f"{self.name}: no name server to set up through (give --namesrv); "
                                 f"{what} with mqadmin first")
         try:
             action(self.admin)
+        except AdminRefused as exc:
+            if not courtesy:
+                raise TargetError(f"{self.name}: {what} through the name server failed: {exc}") from None
+            log.info("%s: %s refused; the client meets the broker as it is: %s", self.name, what, exc)
         except RemotingClientError as exc:
             raise TargetError(f"{self.name}: {what} through the name server failed: {exc}") from None
 
@@ -362,11 +387,12 @@ class GrpcTarget(Target):
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
-                        retry_ladder_ms: Sequence[int] | None = None) -> None:
+                        retry_ladder_ms: Sequence[int] | None = None, courtesy: bool = False) -> None:
+        """``courtesy``: the harness's own set-up of a group a client is about to use (``_ensure_group``)."""
         settings = {"name": self.real(name), "retry_max_times": retry_max_times, "fifo": fifo,
                     "retry_policy": retry_policy}
         self._remoting_admin(f"configure group {settings['name']}", lambda a: a.create_group(
-            settings["name"], retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums))
+            settings["name"], retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums), courtesy)
         self._groups.setdefault(name, {}).update(settings)
 
     # ---- clients ------------------------------------------------------------------------------
@@ -381,19 +407,29 @@ class GrpcTarget(Target):
 
     def transaction_producer(self, group: str, check: Callable[[str | None, int], LocalTransactionState | None],
                              topics: Sequence[str] = ()) -> "GrpcTransactionProducer":
-        """The SDK's producer with a checker, declaring ``topics`` (TX-07)."""
+        """The SDK's producer with a checker, declaring ``topics`` (TX-07). The Python SDK declares a topic it sends
+        to at its next settings sync, the first one second after start, then every 300 s (TX-07's Python habit):
+        a producer asked to declare none is returned once that first sync is past, so that it declares none."""
         self.require("transactions")
         handle = GrpcTransactionProducer(self, check)
         producer = self.sdk.Producer(self._config, topics=[self.real(t) for t in topics] or None,
                                      checker=handle.checker(), tls_enable=False)
+        started = time.monotonic()
         self._start(producer)
         handle.producer = producer
+        if not topics:
+            time.sleep(max(0.0, started + PYTHON_FIRST_SETTINGS_SYNC_S + 0.5 - time.monotonic()))
         return handle
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> Any:
         raise NotApplicable(f"{self.name} is a 5.x proxy; 4.x push consumers need the remoting protocol")
 
+    def _ensure_group(self, group: str) -> None:
+        """Before a consumer of ``group`` starts: nothing here (a target that must set every group up first
+        overrides it)."""
+
     def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*") -> "GrpcSimpleConsumer":
+        self._ensure_group(group)
         self._groups.setdefault(group, {})
         consumer = self._consumer(lambda: self.sdk.SimpleConsumer(
             self._config, self.real(group), {self.real(topic): self._filter(expression)}, await_duration=1))
@@ -402,6 +438,7 @@ class GrpcTarget(Target):
     def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "python",
                          expression: str = "*") -> "GrpcPushConsumer":
         self.require("consumer.push5x", f"sdk.{sdk}")
+        self._ensure_group(group)
         self._groups.setdefault(group, {})
         tags = frozenset(t.strip() for t in expression.split("||") if t.strip()) if expression not in ("", "*") \
             else frozenset()
@@ -454,7 +491,7 @@ class _SdkError(RocketMQError):
 def _sdk_call(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
-    except _SdkError:
+    except (_SdkError, NotApplicable):
         raise
     except Exception as exc:
         raise _SdkError(_code_of(exc), str(exc)) from None
@@ -632,14 +669,15 @@ class GrpcSimpleConsumer:
 
         def call() -> list[Any]:
             try:
-                return self.consumer.receive(max_messages, max(0, invisible_ms) // 1000)
+                return self.consumer.receive(max_messages, t.wire_seconds(invisible_ms))
             except Exception as exc:
                 if _code_of(exc) != 50001:
                     raise
                 log.warning("receive before settings arrived (5.0.0 proxy race): retrying once in 1 s")
                 time.sleep(1)
-                return self.consumer.receive(max_messages, max(0, invisible_ms) // 1000)
+                return self.consumer.receive(max_messages, t.wire_seconds(invisible_ms))
 
+        t.wire_seconds(invisible_ms)  # a duration the SDK cannot send is not applicable, before anything is asked
         views = []
         for m in _sdk_call(call):
             view = _view(t, m, m.delivery_attempt)
@@ -668,8 +706,9 @@ class GrpcSimpleConsumer:
 
     def change_invisible_duration(self, view: MessageView, invisible_ms: int) -> tuple[int, str | None]:
         message = self._messages[view.receipt_handle]  # type: ignore[index]
+        seconds = self.target.wire_seconds(invisible_ms)
         try:
-            self.consumer.change_invisible_duration(message, invisible_ms // 1000)
+            self.consumer.change_invisible_duration(message, seconds)
         except Exception as exc:
             return _code_of(exc), None
         self._keep(message.receipt_handle, message)
@@ -760,7 +799,7 @@ class GrpcPushConsumer:
         t = self.target
         key = _key_of(message)
         t.emit("RETRY_SCHEDULED", topic=t.logical(message.topic), group=self.group, msg_id=message.message_id,
-               key=key, attempt=message.delivery_attempt + 1, expected_delay_ms=int(invisible_s * 1000),
+               key=key, attempt=message.delivery_attempt + 1, expected_delay_ms=t.spec_ms_of_wire(invisible_s * 1000),
                detail={"via": "change_invisible_duration"})
 
     def shutdown(self) -> None:

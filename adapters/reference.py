@@ -18,7 +18,7 @@ from reference_impl.model.broker import Message
 from reference_impl.model.simulation import Simulation
 from spec import versions
 
-from .base import SETTLE_LIMIT_MS, NotApplicable, Target, wait_by_steps
+from .base import DEFAULT_TIMING, SETTLE_LIMIT_MS, BrokerTiming, NotApplicable, Target, wait_by_steps
 from .targets import Probe
 
 _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batch", "delay.level",
@@ -37,14 +37,21 @@ class ReferenceTarget(Target):
     """Runs on a virtual clock: ``advance`` is instant, and a seed fixes every id and timestamp."""
 
     def __init__(self, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0,
-                 release: str = versions.LATEST) -> None:
+                 release: str = versions.LATEST, broker_timing: BrokerTiming = DEFAULT_TIMING) -> None:
+        """``broker_timing``: another target's configured delay table and default retry ladder, for a prediction
+        of that target (the differential suites)."""
         if profile not in BROKER_PROFILES:
             raise NotApplicable(f"the reference implements {', '.join(BROKER_PROFILES)}; profile {profile!r} is not modelled")
         self.name = "reference"
         self.version = VERSION
         self.profile = profile
         self.capabilities = frozenset(CAPABILITIES_BY_PROFILE[profile])
-        self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed, release=release)
+        self.broker_timing = broker_timing
+        levels = {} if broker_timing.delay_levels_ms is None else \
+            {"message_delay_level": " ".join(f"{ms // 1000}s" for ms in broker_timing.delay_levels_ms)}
+        self.sim = Simulation(profile, run_id=run_id, target=self.name, seed=seed, release=release, **levels)
+        if broker_timing.revive_lag_ms is not None:
+            self.sim.broker.revive_lag_ms = broker_timing.revive_lag_ms
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
                      message_type: str = "NORMAL", brokers: int = 1) -> None:
@@ -58,8 +65,15 @@ class ReferenceTarget(Target):
         group = self.sim.broker.group(name)
         group.retry_max_times, group.fifo = retry_max_times, fifo
         group.retry_policy, group.retry_queue_nums = retry_policy, retry_queue_nums
-        if retry_ladder_ms:
-            group.customized_next_ms = tuple(int(ms) for ms in retry_ladder_ms)
+        ladder = retry_ladder_ms or self.broker_timing.customized_next_ms
+        if ladder:
+            group.customized_next_ms = tuple(int(ms) for ms in ladder)
+
+    def _ensure_group(self, group: str) -> None:
+        """With a configured default ladder, a group gets it before its first consumer, as the target predicted
+        sets every group up (``BrokerTiming``)."""
+        if self.broker_timing.customized_next_ms and group not in self.sim.broker.groups:
+            self.configure_group(group)
 
     def producer(self, group: str = "P", **options: object):
         return self.sim.producer(group, **options)
@@ -87,11 +101,13 @@ class ReferenceTarget(Target):
 
     def simple_consumer_5x(self, group: str, topic: str, *, expression: str = "*"):
         self.require("consumer.simple5x")
+        self._ensure_group(group)
         return self.sim.simple_consumer_5x(group, topic, expression)
 
     def push_consumer_5x(self, group: str, topic: str, listener: Listener, *, sdk: str = "java",
                          expression: str = "*"):
         self.require("consumer.push5x", f"sdk.{sdk}")
+        self._ensure_group(group)
         if self.sim.broker.group(group).fifo:
             self.require("consumer.push5x.fifo")
         return self.sim.push_consumer_5x(group, topic, listener, sdk, expression)  # type: ignore[arg-type]

@@ -40,11 +40,14 @@ class RemotingTarget(WallDriverTarget):
     """A 4.x SDK session; topics and groups are set up through the name server's brokers."""
 
     def __init__(self, namesrv: str, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0,
-                 release: str = versions.LATEST, budget_s: float | None = None) -> None:
+                 release: str = versions.LATEST, budget_s: float | None = None,
+                 time_scale: float | None = None) -> None:
+        """``time_scale``: the broker's, when the harness compressed a real release's clocks through its keys
+        (``release:V``); by default read from ``rmqc serve``'s runtime info (1 for a real broker)."""
         if profile != REMOTING_4X:
             raise NotApplicable(f"{REMOTING.text(namesrv)} runs the 4.x SDK: profile {profile} needs another target")
         try:
-            scale = RemotingAdmin(namesrv).time_scale()
+            scale = time_scale or RemotingAdmin(namesrv).time_scale()
         except RemotingClientError as exc:
             raise TargetError(f"{REMOTING.text(namesrv)}: unreachable: {exc}") from None
         super().__init__(REMOTING.text(namesrv), namesrv, driver_command(namesrv, scale), profile, run_id=run_id,
@@ -72,12 +75,14 @@ class RemotingTarget(WallDriverTarget):
             # the broker makes %RETRY%group at the first heart beat, after the client has asked for its route:
             # the client would pull from it only at a later route update. Made first, as mqadmin can.
             retry = self.names.real(f"%RETRY%{group}")
-            self._set_up(f"create topic {retry}", lambda: self.admin.create_topic(retry, 1, 1, 6, None))
+            self._set_up(f"create topic {retry}", lambda: self.admin.create_topic(retry, 1, 1, 6, None), courtesy=True)
         return super().push_consumer_4x(group, topic, listener, **options)
 
 
 def build(address: str, profile: str, **options: object) -> RemotingTarget:
-    """A target of the ``remoting://NAMESRV`` kind (``adapters.targets``)."""
+    """A target of the ``remoting://NAMESRV`` kind (``adapters.targets``). Its address is the name server, so a
+    ``--namesrv`` may only repeat it (``adapters.targets.check_namesrv`` refuses another before any test)."""
+    options.pop("namesrv", None)
     return RemotingTarget(address, profile, **options)  # type: ignore[arg-type]
 
 

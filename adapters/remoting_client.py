@@ -14,11 +14,20 @@ from typing import Any, Callable, Sequence
 
 from frontends.remoting import handlers as codes
 from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
+
+GET_ALL_TOPIC_CONFIG = 21
+"""``RequestCode.GET_ALL_TOPIC_CONFIG`` (common/.../protocol/RequestCode.java@rocketmq-all-4.9.8)."""
+FLAG_SUBSCRIPTION = 0x4
+"""``PullSysFlag.FLAG_SUBSCRIPTION``: the pull carries its own subscription expression."""
 from reference_impl.rules.storage import CommitLogMessage, decode_commitlog
 
 
 class RemotingClientError(ConnectionError):
     """The server could not be reached or did not answer in time."""
+
+
+class AdminRefused(RemotingClientError):
+    """A broker answered an admin request with an error code (an illegal name, a setting it does not allow)."""
 
 
 class RemotingClient:
@@ -137,12 +146,24 @@ class RemotingClient:
         answer = self.call(codes.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
         return int(answer.ext.get("offset", 0)) if answer.code == codes.SUCCESS else 0
 
+    def topic_read_queues(self, topic: str) -> int | None:
+        """How many read queues this broker has for ``topic`` (``GET_ALL_TOPIC_CONFIG``), None when it has no such
+        topic or does not answer the code: for topics a broker keeps without a route on the name server (a 5.x
+        pop retry topic, ``%RETRY%group_topic``)."""
+        answer = self.call(GET_ALL_TOPIC_CONFIG)
+        if answer.code != codes.SUCCESS:
+            return None
+        config = fastjson_loads(answer.body).get("topicConfigTable", {}).get(topic)
+        return int(config.get("readQueueNums", 0)) if config else None
+
     def pull(self, group: str, topic: str, queue_id: int, offset: int, most: int = 32,
              expression: str = "*") -> tuple[int, list[CommitLogMessage], int]:
-        """One pull without suspension: the code, the messages and the next offset to pull from."""
+        """One pull without suspension: the code, the messages and the next offset to pull from. The pull carries
+        its subscription (``PullSysFlag.FLAG_SUBSCRIPTION``), as a client pulls before its first heart beat: a
+        real broker answers SUBSCRIPTION_NOT_EXIST (24) to a group it has no subscription of otherwise."""
         answer = self.call(codes.PULL_MESSAGE, {
             "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
-            "maxMsgNums": most, "sysFlag": 0, "commitOffset": 0, "suspendTimeoutMillis": 0,
+            "maxMsgNums": most, "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": 0, "suspendTimeoutMillis": 0,
             "subscription": expression, "subVersion": 0, "expressionType": "TAG"})
         messages = commitlog_units(answer.body) if answer.code == codes.SUCCESS else []
         return answer.code, messages, int(answer.ext.get("nextBeginOffset", offset))
@@ -192,7 +213,7 @@ class RemotingAdmin:
             with RemotingClient(address, self.timeout_s) as broker:
                 answer = action(broker)
                 if answer.code != codes.SUCCESS:
-                    raise RemotingClientError(f"{address} refused the admin request: {answer.code} {answer.remark}")
+                    raise AdminRefused(f"{address} refused the admin request: {answer.code} {answer.remark}")
 
     def create_topic(self, topic: str, read_queues: int, write_queues: int, perm: int,
                      message_type: str | None) -> None:
@@ -208,16 +229,20 @@ class RemotingAdmin:
         4.x pull consumer reads it (every property shown); nothing when the name server has no route."""
         with RemotingClient(self.namesrv, self.timeout_s) as ns:
             route = ns.route(topic)
-        if not route:
-            return []
-        addresses = {b["brokerName"]: b["brokerAddrs"].get("0") for b in route.get("brokerDatas", [])}
+        if route:
+            addresses = {b["brokerName"]: b["brokerAddrs"].get("0") for b in route.get("brokerDatas", [])}
+            where = [(addresses.get(q["brokerName"]), int(q.get("readQueueNums", 0))) for q in route.get("queueDatas", [])]
+        else:  # no route: a topic brokers keep to themselves (a 5.x pop retry topic), asked of each broker
+            where = []
+            for address in self.brokers():
+                with RemotingClient(address, self.timeout_s) as broker:
+                    where.append((address, broker.topic_read_queues(topic) or 0))
         out: list[CommitLogMessage] = []
-        for queues in route.get("queueDatas", []):
-            address = addresses.get(queues["brokerName"])
-            if not address:
+        for address, read_queues in where:
+            if not address or not read_queues:
                 continue
             with RemotingClient(address, self.timeout_s) as broker:
-                for queue_id in range(int(queues.get("readQueueNums", 0))):
+                for queue_id in range(read_queues):
                     offset = 0
                     while len(out) < most:
                         code, messages, offset = broker.pull(group, topic, queue_id, offset)

@@ -28,6 +28,9 @@ class TargetKind:
     default_profile: str
     implementation: str
     """The module with ``build`` and ``probe``."""
+    namesrv: str = "none"
+    """What ``--namesrv`` means to this kind: ``set-up`` (the name server that takes topic and group set-up),
+    ``address`` (the target's address is its name server: ``--namesrv`` may only repeat it), ``none``."""
 
     @property
     def usage(self) -> str:
@@ -42,13 +45,14 @@ class TargetKind:
 
 
 REFERENCE = TargetKind("reference", "", "", REMOTING_4X, "adapters.reference")
-GRPC = TargetKind("grpc", "grpc://", "HOST:PORT", GRPC_5X, "adapters.grpc")
+GRPC = TargetKind("grpc", "grpc://", "HOST:PORT", GRPC_5X, "adapters.grpc", "set-up")
 CONTAINER = TargetKind("container", "container:", "IMAGE", GRPC_5X, "adapters.container")
 DRIVER = TargetKind("driver", "driver:", "CMD", GRPC_5X, "adapters.driver")
-REMOTING = TargetKind("remoting", "remoting://", "NAMESRV", REMOTING_4X, "adapters.remoting4x")
-NODEJS = TargetKind("nodejs", "nodejs://", "HOST:PORT", GRPC_5X, "adapters.nodejs")
+REMOTING = TargetKind("remoting", "remoting://", "NAMESRV", REMOTING_4X, "adapters.remoting4x", "address")
+NODEJS = TargetKind("nodejs", "nodejs://", "HOST:PORT", GRPC_5X, "adapters.nodejs", "set-up")
+RELEASE = TargetKind("release", "release:", "V", GRPC_5X, "adapters.release")
 
-KINDS: tuple[TargetKind, ...] = (REFERENCE, GRPC, CONTAINER, DRIVER, REMOTING, NODEJS)
+KINDS: tuple[TargetKind, ...] = (REFERENCE, RELEASE, GRPC, CONTAINER, DRIVER, REMOTING, NODEJS)
 USAGE = " | ".join(k.usage for k in KINDS)
 """The forms, for help texts."""
 
@@ -114,9 +118,33 @@ def _check_address(kind: TargetKind, text: str, address: str) -> str:
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise TargetError(f"--target {text}: expected {kind.usage}")
+    elif kind.placeholder == "V":
+        from spec import versions
+
+        try:
+            versions.key(address)
+        except ValueError as exc:
+            raise TargetError(f"--target {text}: expected {kind.usage}, a release such as 5.3.3: {exc}") from None
     elif not address:
         raise TargetError(f"--target {text}: expected {kind.usage}")
     return address
+
+
+def namesrv_option(target: ParsedTarget, namesrv: str | None) -> dict[str, str]:
+    """The ``namesrv`` option a target of this kind is built with for ``--namesrv``: passed to a kind that sets up
+    through a name server; dropped where the target's own address is its name server and ``--namesrv`` repeats
+    it; a ``TargetError`` in one line where it names another one, or a kind that has no use for it."""
+    if not namesrv:
+        return {}
+    if target.kind.namesrv == "set-up":
+        return {"namesrv": namesrv}
+    if target.kind.namesrv == "address" and namesrv.strip() == target.address:
+        return {}
+    if target.kind.namesrv == "address":
+        raise TargetError(f"--namesrv {namesrv}: {target.text} already names its name server ({target.address}); "
+                          "give one or the other")
+    raise TargetError(f"--namesrv {namesrv}: {target.text} has its own name server; --namesrv is for grpc:// and "
+                      "nodejs:// targets")
 
 
 def reference_target(profile: str, **options: object) -> Target:

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from . import (
+    broker_command,
     expectations_command,
     mutate_command,
     report_command,
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_command.add_parser(sub)
     expectations_command.add_parser(sub)
     mutate_command.add_parser(sub)
+    broker_command.add_parser(sub)
     return parser
 
 

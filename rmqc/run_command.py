@@ -10,7 +10,7 @@ from pathlib import Path
 
 import suites
 from adapters.base import BUDGET_ENV, DEFAULT_BUDGET_S, TargetError
-from adapters.targets import USAGE, parse_target
+from adapters.targets import RELEASE, USAGE, namesrv_option, parse_target
 from history.profiles import BROKER_PROFILES
 from reports.summary import RunSummary
 from spec import versions
@@ -41,8 +41,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    out = Path(args.out or Path("reports") / "out" / run_id)
     try:  # an unknown or unreachable target is one line before any test runs; the plugin reuses this probe
-        probe = parse_target(args.target).probe()
+        target = parse_target(args.target)
+        namesrv_option(target, args.namesrv)
+        if target.kind is RELEASE:  # the release's configuration, store and logs go into the run folder
+            from adapters.release import HOME_ENV
+
+            os.environ.setdefault(HOME_ENV, str(out.resolve()))
+        probe = target.probe()
         profiles = probe.profiles
     except TargetError as exc:
         print(f"rmqc run: error: {exc}", file=sys.stderr)
@@ -59,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import pytest
 
-    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    out = Path(args.out or Path("reports") / "out" / run_id)
     out.mkdir(parents=True, exist_ok=True)
     suites_dir = Path(suites.__file__).resolve().parent
     argv = [str(suites_dir), "-p", "rocketmq_conformance", "-p", "no:cacheprovider", "-q", "--rootdir", str(suites_dir),

@@ -25,7 +25,7 @@ from .checks import (
     require,
     scaled_waits,
 )
-from .oracle import default_oracle
+from .oracle import Oracle, default_oracle, oracle_for
 from .programs import Program, Run, program_duration_ms, run_program
 from .reach import out_of_reach
 from .scenario import Scenario, run_scenario
@@ -53,10 +53,10 @@ def fit_to_target(target: Target, scenario: Scenario) -> Scenario:
     return scenario
 
 
-def expected_duration_ms(scenario: Scenario, client_timer_scale: float = 1.0) -> int:
+def expected_duration_ms(scenario: Scenario, client_timer_scale: float = 1.0, oracle: Oracle | None = None) -> int:
     """Spec time the longest ladder of the scenario takes, by the oracle, plus its longest wait once more
     (the wait after the last failure, before the dead letter)."""
-    oracle = default_oracle()
+    oracle = oracle or default_oracle()
     factor = client_timer_scale if client_timed(scenario) else 1.0
     longest = 0
     for p in scenario.messages:
@@ -71,15 +71,17 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
     target = make_target(scenario.profile)
     scenario = fit_to_target(target, scenario)
     factor = target.client_timer_scale
+    oracle = oracle_for(target)
     try:
-        target.require_duration(expected_duration_ms(scenario, factor))
+        target.require_duration(expected_duration_ms(scenario, factor, oracle))
         observed = lives(run_scenario(target, scenario), scenario.group)
     except NotApplicable as exc:  # this example only: another may be within the target's reach
         out_of_reach(exc)
     tolerance = tolerance_for(target, redelivery=scenario.consumer == "push5x")  # RETRY-5X-11
-    check_scenario(scenario, observed, default_oracle(), tolerance, factor)
+    check_scenario(scenario, observed, oracle, tolerance, factor)
     if target.name != "reference":
-        predicted = lives(run_scenario(reference_for(scenario.profile), scenario), scenario.group)
+        predicted = lives(run_scenario(reference_for(scenario.profile, timing=target.broker_timing), scenario),
+                          scenario.group)
         if client_timed(scenario) and factor != 1.0:
             predicted = {k: scaled_waits(v, factor) for k, v in predicted.items()}
         check_differential(observed, predicted, tolerance, scenario.spec or ("RETRY-CONC-04",))
@@ -131,11 +133,11 @@ def run_compared(make_target: Callable[..., Target], reference_for: Callable[...
     target = make_target(scenario.profile)
     scenario = fit_to_target(target, scenario)
     try:
-        target.require_duration(expected_duration_ms(scenario, target.client_timer_scale))
+        target.require_duration(expected_duration_ms(scenario, target.client_timer_scale, oracle_for(target)))
         seen = run_scenario(target, scenario)
     except NotApplicable as exc:
         out_of_reach(exc)
-    want = run_scenario(reference_for(scenario.profile), scenario)
+    want = run_scenario(reference_for(scenario.profile, timing=target.broker_timing), scenario)
     _same_placement(placements(seen), placements(want))
     observed, predicted = transcripts(seen), transcripts(want)
     _require_same_stories(observed, predicted, tolerance_for(target, redelivery=scenario.consumer == "push5x"),
@@ -153,7 +155,7 @@ def run_programs_compared(make_target: Callable[..., Target], reference_for: Cal
         observed = run_program(target, program)
     except NotApplicable as exc:
         out_of_reach(exc)
-    predicted = run_program(reference_for(program.profile), program)
+    predicted = run_program(reference_for(program.profile, timing=target.broker_timing), program)
     _same_placement(observed.placed, predicted.placed)
     sid = "RETRY-5X-07" if program.profile == GRPC_5X else "RETRY-CONC-04"
     for i, (seen, want) in enumerate(zip(observed.results, predicted.results), start=1):

@@ -35,10 +35,17 @@ class Expected:
 @dataclass(frozen=True)
 class Oracle:
     spec: Spec
+    configured_delay_levels_ms: tuple[int, ...] | None = None
+    """The target's own ``messageDelayLevel`` table (spec ms) where its server was configured with another
+    (``adapters.base.BrokerTiming``); DELAY-02 says the broker takes its table from that key."""
+    configured_customized_ms: tuple[int, ...] | None = None
+    """The retry ladder the target's groups were given (RETRY-5X-01's ``customizedRetryPolicy.next``)."""
 
     @property
     def delay_table_ms(self) -> list[int]:
         """DELAY-01: level i has the i-th token's delay."""
+        if self.configured_delay_levels_ms is not None:
+            return list(self.configured_delay_levels_ms)
         return spec_durations_ms(self.spec.get("DELAY-01").defaults["messageDelayLevel"])
 
     def level_delay_ms(self, level: int) -> int:
@@ -59,6 +66,8 @@ class Oracle:
         return max(int(d["clampMinMs"]), min(int(d["clampMaxMs"]), int(d["suspendCurrentQueueTimeMillis"])))
 
     def customized_ms(self) -> list[int]:
+        if self.configured_customized_ms is not None:
+            return list(self.configured_customized_ms)
         return spec_durations_ms(self.spec.get("RETRY-5X-01").defaults["customizedNext"])
 
     def max_attempts(self, retry_max_times: int | None = None) -> int:
@@ -145,3 +154,12 @@ class Oracle:
 @lru_cache(maxsize=1)
 def default_oracle() -> Oracle:
     return Oracle(default_spec())
+
+
+def oracle_for(target: object) -> Oracle:
+    """The oracle for a target: the spec's defaults, with the delay table and retry ladder the target's server
+    was configured with where they differ (``Target.broker_timing``)."""
+    timing = getattr(target, "broker_timing", None)
+    if timing is None or timing.is_default:
+        return default_oracle()
+    return Oracle(default_spec(), timing.delay_levels_ms, timing.customized_next_ms)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from history.outcomes import NotApplicable
 from history.profiles import BROKER_PROFILES
 from suites.checks import require
-from suites.oracle import default_oracle
+from suites.oracle import oracle_for
 from suites.reach import out_of_reach
 from suites.tolerance import close_enough, tolerance_for
 
@@ -37,7 +37,7 @@ def test_delayed_message_arrives_after_its_level(make_target, profile, level):
     """A message with DELAY = level is delivered exactly min(level, 18)'s delay after the send."""
     target = make_target(profile)
     target.require("delay.level")
-    want = default_oracle().level_delay_ms(level)
+    want = oracle_for(target).level_delay_ms(level)
     try:
         target.require_duration(want)
     except NotApplicable as exc:  # a wall clock: this level only; a shorter one may be within reach

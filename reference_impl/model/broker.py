@@ -195,6 +195,8 @@ class Broker:
         self._gone_clients: set[str] = set()    # unregistered (NotifyClientTermination) and not seen since
         self.heartbeating: set[str] = set()
         """The model's own running clients: a live SDK heartbeats every 10 s, so they are never idle."""
+        self.revive_lag_ms = retry5x.REVIVE_LAG_MS
+        """RETRY-5X-11's revive lag in spec ms (a prediction of a time-scaled release sets its longer one)."""
         self.client_expiry_ms = retry5x.CHANNEL_EXPIRED_TIMEOUT_MS
         """How long a silent client stays online (a real-time server scales it: ``retry5x.client_expiry_ms``)."""
         self.acked: dict[str, int] = {}
@@ -476,7 +478,7 @@ class Broker:
             return
         del self.in_flight[receipt]
         self.reviving[flight.group] += 1
-        self.sim.clock.call_at(retry5x.revive_at_ms(visible_at), lambda f=flight: self._revive(f))
+        self.sim.clock.call_at(retry5x.revive_at_ms(visible_at, self.revive_lag_ms), lambda f=flight: self._revive(f))
 
     def _revive(self, flight: InFlight) -> None:
         """The revive service writes the expired checkpoint's message to the pop retry topic, 2 s after it

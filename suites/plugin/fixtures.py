@@ -9,8 +9,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from adapters.base import Target
-from adapters.targets import reference_target
+from adapters.base import DEFAULT_TIMING, BrokerTiming, Target
+from adapters.targets import namesrv_option, reference_target
 from history.outcomes import NotApplicable
 from spec import versions
 from spec.loader import Spec, default_spec
@@ -37,9 +37,8 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
             raise pytest.UsageError(f"{request.node.nodeid} uses a target but has no profile marker")
         if profile not in state.profiles:
             raise NotApplicable(f"target {state.target.text} runs {', '.join(state.profiles)}, not {profile}")
-        namesrv = request.config.getoption("--rmq-namesrv")
         target = state.target.build(profile, run_id=state.run_id, seed=seed, release=state.release,
-                                    **({"namesrv": namesrv} if namesrv else {}))
+                                    **namesrv_option(state.target, request.config.getoption("--rmq-namesrv")))
         target.release = state.release  # the release the run holds it to, whatever it is
         created.append(target)
         request.node.stash[TARGET_SDKS] = frozenset(c for c in target.capabilities if c.startswith("sdk."))
@@ -53,6 +52,8 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
                             "tolerance_relative": tolerance.relative,
                             "redelivery_late_ms": [late_min, late_max],
                             "clock": "virtual" if "clock.virtual" in target.capabilities else "wall"}
+            if getattr(target, "release_record", None):  # a real release: the keys it was started with
+                state.timing["release"] = target.release_record
         return target
 
     yield make
@@ -76,7 +77,13 @@ def reference_for(request: pytest.FixtureRequest) -> Callable[..., Target]:
     """The in-process reference (the Kafka pattern's model for kafka-retry), the prediction in differential
     tests, as the same release as the target."""
     release = run_state(request.config).release
-    return lambda profile, seed=0: reference_target(profile, run_id="prediction", seed=seed, release=release)
+
+    def reference(profile: str, seed: int = 0, timing: BrokerTiming = DEFAULT_TIMING) -> Target:
+        """``timing``: the target's configured delay table and retry ladder (``Target.broker_timing``)."""
+        return reference_target(profile, run_id="prediction", seed=seed, release=release,
+                                **({} if timing.is_default else {"broker_timing": timing}))
+
+    return reference
 
 
 @pytest.fixture

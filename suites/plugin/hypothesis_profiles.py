@@ -16,7 +16,7 @@ ENV = "RMQC_HYPOTHESIS_PROFILE"
 
 def _profiles() -> "dict[str, settings]":
     # imported here, not at import time: ``rmqc run`` reads ENV before pytest starts and rewrites asserts
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
     # ``make_target`` is a factory: every example gets fresh targets, so sharing it across examples is safe.
     suppressed = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much]
@@ -27,9 +27,11 @@ def _profiles() -> "dict[str, settings]":
         # one run per mutant of ``rmqc mutate``: fewer examples, the same on every run
         "mutation": settings(max_examples=25, derandomize=True, **common),
         "thorough": settings(max_examples=2000, **common),
-        # targets on a wall clock run a few examples per property: each example's ladder takes real time
+        # targets on a wall clock run a few examples per property: each example's ladder takes real time, so a
+        # failing example is reported as it is, at once, without shrinking (each shrink step would be another
+        # real ladder); the differential suites name the first event that differs
         "realtime": settings(max_examples=int(os.environ.get("RMQC_REALTIME_EXAMPLES", "3")), derandomize=True,
-                             **common),
+                             phases=(Phase.explicit, Phase.generate), **common),
     }
 
 

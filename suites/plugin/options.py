@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import TargetError
-from adapters.targets import USAGE, parse_target
+from adapters.targets import USAGE, namesrv_option, parse_target
 from history.profiles import BROKER_PROFILES
 from spec import versions
 from spec.loader import SpecError, default_spec
@@ -43,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     text = config.getoption("--rmq-target")
     try:
         target = parse_target(text)
+        namesrv_option(target, config.getoption("--rmq-namesrv"))
         probe = target.probe()
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -1,0 +1,187 @@
+"""``release:V``: a real Apache RocketMQ release, resolved from Maven Central and started by the suite on
+127.0.0.1 (``adapters.release_jars``, ``adapters.release_plan``, ``adapters.release_cluster``), driven through
+the official SDKs: the Python 5.x SDK through the proxy (profile grpc-5.x, from 5.0.0) and the 4.x SDK through
+the name server (profile remoting-4.x). One cluster per release for the whole process; every target of a run
+suffixes its topics and groups, so tests do not see each other's messages.
+
+Configuration: the time scale is ``$RMQC_RELEASE_TIME_SCALE`` (default 0.1): the release's own keys compress
+its clocks by it (``ReleasePlan.keys_set``, recorded in the run summary). ``$RMQC_RELEASE_BROKER_CONF`` names a
+file of further broker keys (``key=value`` lines) set after the plan's, as a user's ``broker.conf`` would;
+``$RMQC_RELEASE_HOME`` is the folder of the cluster's configuration, store and logs (``rmqc run`` puts it in
+the run folder).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from history.outcomes import NotApplicable
+from history.profiles import GRPC_5X, REMOTING_4X
+from spec import versions
+
+from .base import TargetError
+from .release_cluster import ReleaseCluster, ReleaseStartError, choose_ports, progress_to_stderr
+from .release_jars import ReleaseJars, ReleaseUnavailable, resolve
+from .release_plan import DEFAULT_TIME_SCALE, ReleasePlan, wire_ladder_ms
+from .targets import RELEASE, Probe
+
+SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
+BROKER_CONF_ENV = "RMQC_RELEASE_BROKER_CONF"
+HOME_ENV = "RMQC_RELEASE_HOME"
+
+
+def time_scale() -> float:
+    text = os.environ.get(SCALE_ENV)
+    try:
+        scale = float(text) if text else DEFAULT_TIME_SCALE
+    except ValueError:
+        raise TargetError(f"{SCALE_ENV}={text!r} is not a number (the time scale, e.g. 0.1)") from None
+    if not 0 < scale <= 1:
+        raise TargetError(f"{SCALE_ENV}={text}: the time scale must be in (0, 1]")
+    return scale
+
+
+def broker_overrides() -> tuple[tuple[str, str], ...]:
+    """The keys of ``$RMQC_RELEASE_BROKER_CONF``; a malformed line is an error naming the file and the line."""
+    path = os.environ.get(BROKER_CONF_ENV)
+    if not path:
+        return ()
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise TargetError(f"{BROKER_CONF_ENV}: cannot read {path}: {exc.strerror}") from None
+    keys = []
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise TargetError(f"{path}:{number}: expected key=value, got {line!r}")
+        keys.append((key.strip(), value.strip()))
+    return tuple(keys)
+
+
+def _home(release: str) -> Path:
+    root = os.environ.get(HOME_ENV)
+    if root:
+        folder = Path(root) / f"rocketmq-{release}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="run-", dir=folder))
+    return Path(tempfile.mkdtemp(prefix=f"rmqc-rocketmq-{release}-"))
+
+
+_CLUSTERS: dict[tuple[str, float, tuple[tuple[str, str], ...]], ReleaseCluster] = {}
+
+
+def jars_of(release: str) -> ReleaseJars:
+    try:
+        return resolve(release, progress_to_stderr)
+    except (ReleaseUnavailable, ValueError) as exc:
+        raise TargetError(f"{RELEASE.text(release)}: {exc}") from None
+
+
+def start_cluster(release: str, home: Path, scale: float, overrides: tuple[tuple[str, str], ...] = (),
+                  detached: bool = False) -> ReleaseCluster:
+    """Resolve ``release`` and start it in ``home``; a ``TargetError`` in one line when it cannot be had or
+    does not start (the cause and its log's last lines)."""
+    jars = jars_of(release)
+    with_proxy = jars.has("proxy")
+    plan = ReleasePlan(release, choose_ports(with_proxy, versions.key(release) >= versions.key("5.1.0")),
+                       scale, home, with_proxy, overrides)
+    try:
+        return ReleaseCluster(plan, jars, progress_to_stderr, detached=detached).start()
+    except ReleaseStartError as exc:
+        raise TargetError(f"{RELEASE.text(release)}: {exc}") from None
+
+
+def shared_cluster(release: str) -> ReleaseCluster:
+    """The one running cluster of ``release`` in this process (started on first use, stopped at exit)."""
+    scale, overrides = time_scale(), broker_overrides()
+    key = (release, scale, overrides)
+    if key not in _CLUSTERS:
+        _CLUSTERS[key] = start_cluster(release, _home(release), scale, overrides)
+    return _CLUSTERS[key]
+
+
+def _timing_record(cluster: ReleaseCluster) -> dict[str, Any]:
+    """What the run summary records of a release target: every key set, the levels the broker parses."""
+    plan = cluster.plan
+    return {"release": plan.release, "keys": plan.keys_set(), "effective_delay_levels_ms": plan.effective_delay_levels_ms(),
+            "effective_retry_ladder_ms": plan.effective_ladder_ms() if plan.with_proxy else [],
+            "wall_fixed_ms": plan.wall_fixed_ms(), "home": str(plan.home), "start_s": round(cluster.started_s or 0, 1),
+            "missing": dict(cluster.jars.missing)}
+
+
+def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
+    """The Python 5.x SDK against the release's proxy; groups get the scaled retry ladder."""
+    from .grpc import GrpcTarget
+
+    plan = cluster.plan
+
+    class ReleaseGrpcTarget(GrpcTarget):
+        def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                            retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                            retry_ladder_ms: Sequence[int] | None = None, courtesy: bool = False) -> None:
+            ladder = None
+            if retry_policy == "CUSTOMIZED":  # the broker's clock runs time_scale times faster: so do the steps
+                ladder = wire_ladder_ms(plan.time_scale, retry_ladder_ms)
+                if ladder is None:
+                    raise NotApplicable(f"{self.name}: the retry ladder {list(retry_ladder_ms or ())} ms is no whole "
+                                        f"number of seconds at time scale {plan.time_scale:g}; the Python SDK reads "
+                                        "whole seconds of it")
+            super().configure_group(name, retry_max_times=retry_max_times, fifo=fifo, retry_policy=retry_policy,
+                                    retry_queue_nums=retry_queue_nums, retry_ladder_ms=ladder, courtesy=courtesy)
+
+        def _ensure_group(self, group: str) -> None:
+            """Every group gets the scaled default ladder before its first client (``BrokerTiming``)."""
+            if "retry_max_times" not in self._groups.get(group, {}):
+                self.configure_group(group, courtesy=True)
+
+    options.pop("namesrv", None)
+    target = ReleaseGrpcTarget(plan.grpc_address, profile, time_scale=plan.time_scale,
+                               namesrv=plan.namesrv_address, **options)
+    target.name = RELEASE.text(plan.release)
+    target.version = plan.release
+    target.release_record = _timing_record(cluster)
+    target.broker_timing = plan.broker_timing()
+    return target
+
+
+def release_remoting_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
+    """The 4.x SDK (``rocketmq-client-python``) against the release's name server."""
+    from .remoting4x import RemotingTarget
+
+    options.pop("namesrv", None)
+    target = RemotingTarget(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale, **options)
+    target.name = RELEASE.text(cluster.plan.release)
+    target.version = cluster.plan.release
+    target.release_record = _timing_record(cluster)
+    target.broker_timing = cluster.plan.broker_timing()
+    return target
+
+
+def build(address: str, profile: str, **options: Any) -> Any:
+    """A target of the ``release:V`` kind (``adapters.targets``)."""
+    cluster = shared_cluster(address)
+    if profile == GRPC_5X:
+        if not cluster.plan.with_proxy:
+            reason = cluster.jars.missing.get("proxy") or f"RocketMQ {address} has no proxy"
+            raise NotApplicable(f"{RELEASE.text(address)}: no 5.x proxy: {reason}")
+        return release_grpc_target(cluster, profile, **options)
+    if profile == REMOTING_4X:
+        return release_remoting_target(cluster, profile, **options)
+    raise NotApplicable(f"{RELEASE.text(address)} runs {GRPC_5X} and {REMOTING_4X}, not {profile}")
+
+
+def probe(address: str) -> Probe:
+    """Resolve and start the release once: grpc-5.x through its proxy (when the registry serves one) and
+    remoting-4.x through its name server, on a wall clock, as the release it is."""
+    cluster = shared_cluster(address)
+    profiles = (GRPC_5X, REMOTING_4X) if cluster.plan.with_proxy else (REMOTING_4X,)
+    return Probe(profiles, "wall", address, release=address)
+
+
+__all__ = ["build", "probe", "shared_cluster", "start_cluster", "time_scale", "broker_overrides"]

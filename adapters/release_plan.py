@@ -1,0 +1,231 @@
+"""What a real RocketMQ release is started with, derived from the release, the time scale and the ports: pure.
+
+Timing is compressed **only through the release's own configuration keys**, each one cited where the release
+reads it; the run summary records every key and value set (``ReleasePlan.keys_set``). A duration the release
+reads from no key (a constant in its code) is not compressed: ``ReleasePlan.wall_fixed_ms`` names those, and
+the suites widen their windows by them (``suites.tolerance``) or find the test out of budget.
+
+Keys and where each release reads them (``path#Class.field@tag``):
+
+- broker ``messageDelayLevel``: ``store/.../config/MessageStoreConfig.java#MessageStoreConfig.messageDelayLevel``
+  (DELAY-01/02), parsed in whole seconds at least, so a level shorter than one second after scaling is one second
+  (``effective_delay_levels_ms`` says what the broker will use);
+- broker ``transactionCheckInterval``, ``transactionTimeOut``:
+  ``common/.../BrokerConfig.java#BrokerConfig.transactionCheckInterval`` (TX-03), read by
+  ``TransactionalMessageCheckService.onWaitEnd`` at every release;
+- broker ``reviveInterval``: ``BrokerConfig.reviveInterval`` (RETRY-5X-11), the revive scan's period;
+- broker ``timerPrecisionMs``: ``MessageStoreConfig.timerPrecisionMs`` (DELAY-08), the timer wheel's tick (the
+  wheel has a fixed number of slots whatever the tick, ``TimerMessageStore.<init>@rocketmq-all-5.0.0``);
+- broker ``timerMaxDelaySec`` and proxy ``maxDelayTimeMills`` (DELAY-08): how far ahead a timed message may be;
+- broker ``enableMixedMessageType`` (from 5.1.4, TOPIC-05): true, so that the suites can create MIXED topics;
+- proxy ``minInvisibleTimeMillsForRecv``, ``defaultInvisibleTimeMills`` (from 5.1.0), the long-polling bounds
+  (``grpcClientConsumerLongPollingTimeoutMillis`` at 5.0.0; ``grpcClientConsumerMinLongPollingTimeoutMillis`` and
+  ``...MaxLongPollingTimeoutMillis`` from 5.1.0): ``proxy/.../config/ProxyConfig.java``;
+- per consumer group (not here: at set-up, as ``mqadmin updateSubGroup -p``): the CUSTOMIZED retry policy's
+  ``next`` steps, scaled (RETRY-5X-01).
+
+Not compressible (constants, RETRY-5X-11): ``PopAckConstants.ackTimeInterval`` (1 s) and the second the revive
+adds after it, so a revived message comes 2 wall seconds after its invisible time whatever the scale.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from adapters.base import BrokerTiming
+from reference_impl.rules import retry5x
+from reference_impl.rules import transaction as tx_rules
+from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
+from spec import versions
+
+DEFAULT_TIME_SCALE = 0.2
+"""Spec seconds run five times faster: the durations the suites use (5 s, 10 s, 30 s, ...) are whole wall seconds
+then, which is all the Python SDK can send (invisible times, backoff steps, delivery timestamps)."""
+CLUSTER = "DefaultCluster"
+BROKER_NAME = "broker-a"
+NAMESRV_HEAP = "-Xms128m -Xmx256m"
+BROKER_HEAP = "-Xms512m -Xmx1g"
+COMMITLOG_FILE_BYTES = 128 * 1024 * 1024
+"""``mappedFileSizeCommitLog``: 128 MiB files instead of 1 GiB (nothing in the suites stores that much)."""
+
+TIMER_MAX_DELAY_S = 3 * 86_400
+"""``MessageStoreConfig.timerMaxDelaySec`` (3 days, 5.0.0 to 5.5.0)."""
+PROXY_MAX_DELAY_MS = 86_400_000
+"""``ProxyConfig.maxDelayTimeMills`` (1 day, DELAY-08)."""
+REVIVE_LAG_WALL_MS = 2000
+"""``PopAckConstants.ackTimeInterval`` + 1 s (RETRY-5X-11): a constant, so not scaled."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    namesrv: int
+    broker: int
+    """The broker's ``listenPort``; the release also listens on ``broker - 2`` (the fast/VIP channel) and
+    ``broker + 1`` (HA), both derived from it in ``BrokerStartup``."""
+    grpc: int = 0
+    remoting_proxy: int = 0
+
+    def all(self) -> tuple[int, ...]:
+        return tuple(p for p in (self.namesrv, self.broker - 2, self.broker, self.broker + 1, self.grpc,
+                                 self.remoting_proxy) if p)
+
+
+def seconds_text(ms: int) -> str:
+    """A delay as ``messageDelayLevel`` writes it: whole seconds, minutes or hours."""
+    seconds = ms // 1000
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def scaled_delay_levels_ms(time_scale: float) -> list[int]:
+    """The 18 default levels compressed by ``time_scale``, in whole seconds (none shorter than 1 s)."""
+    table = DEFAULT_DELAY_TABLE
+    return [max(1000, int(math.ceil(table.delay_ms(level) * time_scale / 1000 - 1e-9)) * 1000)
+            for level in range(1, table.max_level + 1)]
+
+
+def scaled_ms(ms: float, time_scale: float, floor_ms: int = 1) -> int:
+    return max(floor_ms, int(round(ms * time_scale)))
+
+
+def wire_ladder_ms(time_scale: float, ladder_ms: Sequence[int] | None = None) -> list[int] | None:
+    """A group's CUSTOMIZED ``next`` steps as set on the broker (protocol ms): each step scaled, and every step
+    a whole number of seconds, since the Python SDK reads ``Duration.seconds`` only (RETRY-5X-01's Python
+    habit). The default ladder (``ladder_ms`` None) is rounded up to whole seconds (``effective_ladder_ms``
+    says what the suites then expect); an explicit ladder that does not scale to whole seconds is None."""
+    if ladder_ms is None:
+        return [max(1000, math.ceil(ms * time_scale / 1000 - 1e-9) * 1000) for ms in retry5x.DEFAULT_CUSTOMIZED_NEXT_MS]
+    steps = [ms * time_scale for ms in ladder_ms]
+    if any(abs(s - round(s / 1000) * 1000) > 1e-6 or s < 1000 for s in steps):
+        return None
+    return [int(round(s)) for s in steps]
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Everything a release is started with."""
+
+    release: str
+    ports: Ports
+    time_scale: float = DEFAULT_TIME_SCALE
+    home: Path = Path(".")
+    """The run's folder for this cluster: configuration, store and logs (``user.home`` and ``ROCKETMQ_HOME``)."""
+    with_proxy: bool = True
+    broker_overrides: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """Keys set after the plan's own, as a user's broker.conf would (a test breaks a behaviour with one)."""
+
+    @property
+    def at_least_5(self) -> bool:
+        return versions.key(self.release) >= versions.key("5.0.0")
+
+    @property
+    def namesrv_address(self) -> str:
+        return f"127.0.0.1:{self.ports.namesrv}"
+
+    @property
+    def broker_address(self) -> str:
+        return f"127.0.0.1:{self.ports.broker}"
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.ports.grpc}"
+
+    @property
+    def store(self) -> Path:
+        return self.home / "store"
+
+    def delay_level_line(self) -> str:
+        return " ".join(seconds_text(ms) for ms in scaled_delay_levels_ms(self.time_scale))
+
+    def namesrv_properties(self) -> dict[str, Any]:
+        return {"listenPort": self.ports.namesrv, "bindAddress": "127.0.0.1"}
+
+    def timing_keys(self) -> dict[str, Any]:
+        """The broker keys that compress time, at this release and scale."""
+        keys: dict[str, Any] = {
+            "messageDelayLevel": self.delay_level_line(),
+            "transactionCheckInterval": scaled_ms(tx_rules.check_interval_ms(self.release), self.time_scale),
+            "transactionTimeOut": scaled_ms(tx_rules.TRANSACTION_TIMEOUT_MS, self.time_scale),
+        }
+        if self.at_least_5:
+            keys["reviveInterval"] = scaled_ms(1000, self.time_scale, floor_ms=10)
+            keys["timerPrecisionMs"] = scaled_ms(1000, self.time_scale, floor_ms=10)
+            keys["timerMaxDelaySec"] = scaled_ms(TIMER_MAX_DELAY_S, self.time_scale)
+        return keys
+
+    def broker_conf(self) -> dict[str, Any]:
+        keys: dict[str, Any] = {
+            "brokerClusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerId": 0, "brokerRole": "ASYNC_MASTER",
+            "flushDiskType": "ASYNC_FLUSH", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
+            "listenPort": self.ports.broker, "namesrvAddr": self.namesrv_address,
+            "storePathRootDir": str(self.store), "storePathCommitLog": str(self.store / "commitlog"),
+            "mappedFileSizeCommitLog": COMMITLOG_FILE_BYTES, "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true", "enablePropertyFilter": "true",
+            **self.timing_keys(),
+        }
+        if versions.key(self.release) >= versions.key("5.1.4"):
+            # TOPIC-05: a MIXED topic is refused at creation unless the broker allows it
+            # (AdminBrokerProcessor.updateAndCreateTopic@rocketmq-all-5.1.4); the suites create MIXED topics
+            keys["enableMixedMessageType"] = "true"
+        keys.update(dict(self.broker_overrides))
+        return keys
+
+    def proxy_json(self) -> dict[str, Any]:
+        keys: dict[str, Any] = {
+            "rocketMQClusterName": CLUSTER, "namesrvAddr": self.namesrv_address, "grpcServerPort": self.ports.grpc,
+            "minInvisibleTimeMillsForRecv": scaled_ms(retry5x.MIN_INVISIBLE_FOR_RECEIVE_MS, self.time_scale),
+            "maxDelayTimeMills": scaled_ms(PROXY_MAX_DELAY_MS, self.time_scale),
+        }
+        if versions.key(self.release) >= versions.key("5.1.0"):
+            keys.update({
+                "remotingListenPort": self.ports.remoting_proxy,
+                "defaultInvisibleTimeMills": scaled_ms(retry5x.DEFAULT_INVISIBLE_MS, self.time_scale),
+                "grpcClientConsumerMinLongPollingTimeoutMillis": scaled_ms(5000, self.time_scale),
+                "grpcClientConsumerMaxLongPollingTimeoutMillis": scaled_ms(retry5x.LONG_POLLING_TIMEOUT_MS,
+                                                                           self.time_scale),
+            })
+        else:
+            keys["grpcClientConsumerLongPollingTimeoutMillis"] = scaled_ms(retry5x.PROXY_LONG_POLLING_MS_5_0,
+                                                                           self.time_scale)
+        return keys
+
+    def keys_set(self) -> dict[str, dict[str, Any]]:
+        """Every key this plan sets, per component: the run summary's record."""
+        out: dict[str, dict[str, Any]] = {"namesrv": self.namesrv_properties(), "broker": self.broker_conf()}
+        if self.with_proxy:
+            out["proxy"] = self.proxy_json()
+        return out
+
+    def effective_delay_levels_ms(self) -> list[int]:
+        """The levels in spec time as the broker will parse the generated line (DELAY-02): a level that
+        could not be scaled exactly (shorter than a second) is longer than the default's."""
+        table = parse_delay_levels(self.delay_level_line())  # what the suite set, whatever a user's keys override
+        return [int(round(table.delay_ms(level) / self.time_scale)) for level in range(1, table.max_level + 1)]
+
+    def effective_ladder_ms(self) -> list[int]:
+        """The default retry ladder the harness gives every 5.x group of this release, in spec ms."""
+        return [int(round(ms / self.time_scale)) for ms in wire_ladder_ms(self.time_scale) or []]
+
+    def wall_fixed_ms(self) -> dict[str, int]:
+        """Spec durations this release reads from no key: their wall length, the same at any scale."""
+        return {"reviveLagMs": REVIVE_LAG_WALL_MS} if self.at_least_5 else {}
+
+    def broker_timing(self) -> BrokerTiming:
+        """What the suites judge this release by where it differs from the spec's defaults."""
+        fixed = self.wall_fixed_ms()
+        return BrokerTiming(tuple(self.effective_delay_levels_ms()),
+                            tuple(self.effective_ladder_ms()) if self.with_proxy else None,
+                            int(round(fixed["reviveLagMs"] / self.time_scale)) if "reviveLagMs" in fixed else None)
+
+
+def properties_text(keys: dict[str, Any]) -> str:
+    """A ``.properties`` / ``broker.conf`` body."""
+    return "".join(f"{k}={v}\n" for k, v in keys.items())
+
+
+__all__ = ["ReleasePlan", "Ports", "properties_text", "wire_ladder_ms", "scaled_delay_levels_ms", "seconds_text",
+           "DEFAULT_TIME_SCALE"]
