@@ -59,7 +59,7 @@ drivers/nodejs/node_modules/.installed: drivers/nodejs/package-lock.json drivers
 oracle: install
 	-$(BIN)/python -m suites.release_oracle
 
-test: install browser driver-4x driver-node
+test: install browser driver-4x driver-node oracle
 	$(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites
 
 bench: install

@@ -171,6 +171,11 @@ class GrpcTarget(Target):
                                 f"{self.time_scale:g}, and the Python SDK sends whole seconds")
         return int(round(wire_ms)) // 1000
 
+    @property
+    def timestamp_step_ms(self) -> int:
+        """How far the Python SDK may move a delivery timestamp, in spec ms: it sends whole protocol seconds."""
+        return int(round(1000 / self.wire_scale))
+
     def spec_ms_of_wire(self, wire_ms: float) -> int:
         return int(round(wire_ms / self.wire_scale))
 

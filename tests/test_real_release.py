@@ -1,0 +1,87 @@
+"""A real Apache RocketMQ release in ``make test``: the newest covered 5.x release, started from Maven Central on
+127.0.0.1 by the suite itself, held to its expectation file through the official Python 5.x SDK and the 4.x SDK
+(one broker, both profiles); and the gate biting: the same release started with one of its own configuration
+keys changed makes the gate red, naming the behaviour, with the first counterexample reported within the test's
+budget (no shrinking on a wall clock).
+
+Without Java, Maven or the registry these tests are not applicable, with the cause (never passed).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters import release_jars
+
+ROOT = Path(__file__).resolve().parent.parent
+NEWEST = "5.5.0"
+"""The newest covered 5.x release whose name server, broker and proxy Maven Central serves."""
+GATE_BUDGET_S = 30
+"""Wall seconds one test may take in ``make test``'s gate: longer ladders are not applicable there (the nightly
+``make real-matrix`` runs them with a larger budget)."""
+
+
+def _jars_or_not_applicable(release: str) -> None:
+    try:
+        release_jars.resolve(release)
+    except release_jars.ReleaseUnavailable as exc:
+        pytest.skip(f"not applicable: {exc}")
+
+
+def _rmqc_run(out: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rmqc.cli", "run", "--out", str(out), *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s,
+                          env={**os.environ, "RMQC_REALTIME_EXAMPLES": "1", **(env or {})})
+
+
+def test_the_newest_release_passes_its_gate_through_both_sdks(tmp_path):
+    _jars_or_not_applicable(NEWEST)
+    started = time.monotonic()
+    run = _rmqc_run(tmp_path, "--target", f"release:{NEWEST}", "--expectations",
+                    str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"), "--budget", str(GATE_BUDGET_S))
+    elapsed = time.monotonic() - started
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    gate = summary["gate"]
+    counts: dict[str, int] = {}
+    for behaviour in summary["behaviours"].values():
+        counts[behaviour["verdict"]] = counts.get(behaviour["verdict"], 0) + 1
+    print(f"release:{NEWEST} gate in {elapsed:.0f} s: {counts}; expected failures {gate['expected_failures']}")
+    assert run.returncode == 0 and gate["passed"], (
+        f"unexpected failures {gate['unexpected_failures']}, unexpected passes {gate['unexpected_passes']}\n"
+        + run.stdout[-4000:] + run.stderr[-2000:])
+    assert set(summary["profiles"]) == {"grpc-5.x", "remoting-4.x"}
+    assert counts.get("pass", 0) >= 20  # a gate that checked next to nothing would pass too
+    release = summary["timing"]["release"]
+    assert release["release"] == NEWEST and release["keys"]["broker"]["transactionCheckInterval"] > 0
+
+
+def test_a_release_started_with_a_changed_key_turns_the_gate_red_naming_the_behaviour(tmp_path):
+    """``reviveInterval`` (RETRY-5X-11's revive scan) set to 20 wall seconds instead of what the suite set: the
+    5.x nack ladder's property fails at its first example, the gate names RETRY-5X-11 among its unexpected
+    failures, and the failure is reported well within the test's budget (nothing shrinks on a wall clock)."""
+    _jars_or_not_applicable(NEWEST)
+    conf = tmp_path / "broken.conf"
+    conf.write_text("# a broker that scans for revivals every 20 s instead of every 200 ms\nreviveInterval=20000\n")
+    budget = 90
+    started = time.monotonic()
+    run = _rmqc_run(tmp_path / "run", "--target", f"release:{NEWEST}", "--profile", "grpc-5.x", "-k",
+                    "test_push_5x_nack_ladder", "--expectations", str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"),
+                    "--budget", str(budget), "--pytest-arg=--durations=0",
+                    env={"RMQC_RELEASE_BROKER_CONF": str(conf)}, timeout_s=900)
+    elapsed = time.monotonic() - started
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert run.returncode == 1 and not summary["gate"]["passed"], run.stdout[-3000:]
+    assert "RETRY-5X-11" in summary["gate"]["unexpected_failures"]
+    assert summary["timing"]["release"]["keys"]["broker"]["reviveInterval"] == "20000"  # recorded as set
+    assert "Falsifying example" in run.stdout or "Failing test case" in run.stdout
+    assert "Trying example" not in run.stdout and "Shrinking" not in run.stdout
+    # the property's own time: its first example, bounded by the budget, and Hypothesis's one replay of it
+    call = re.search(r"([\d.]+)s call +\S*test_push_5x_nack_ladder", run.stdout)
+    assert call and float(call.group(1)) <= 2 * budget + 30, (call and call.group(0), elapsed)
