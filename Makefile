@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci
 
-.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak clean
+.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak real-matrix clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -71,6 +71,10 @@ bench-spark: install
 
 bench-soak: install
 	$(BIN)/python bench/soak_bench.py --events 1000000
+
+# every covered release x every SDK target that reaches it, soaks and Spark checks on real brokers: hours, not CI
+real-matrix: install driver-4x
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python bench/real_matrix.py
 
 clean:
 	rm -rf $(VENV) .venv-4x drivers/nodejs/node_modules reports/out .hypothesis *.egg-info

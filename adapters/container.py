@@ -11,7 +11,6 @@ engine's own error, in one line, is the reason every container test is not appli
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import time
@@ -21,10 +20,11 @@ from typing import Any, Callable, Sequence
 from history.profiles import GRPC_5X
 from reference_impl.rules import retry5x
 from reference_impl.rules import transaction as tx_rules
-from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
+from reference_impl.rules.delay import parse_delay_levels
 from spec import versions
 
 from .base import TargetError
+from .release_plan import scaled_delay_levels_ms, seconds_text
 from .targets import CONTAINER, Probe
 
 DEFAULT_TIME_SCALE = float(os.environ.get("RMQC_CONTAINER_TIME_SCALE", "0.1"))
@@ -53,15 +53,6 @@ def engine_error(image: str) -> str | None:
     return None
 
 
-def _seconds_text(ms: int) -> str:
-    """A delay as ``messageDelayLevel`` writes it: whole seconds, minutes or hours."""
-    seconds = ms // 1000
-    for unit, size in (("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
 @dataclass(frozen=True)
 class ContainerPlan:
     """What the containers are started with, all derived from the image and the time scale."""
@@ -76,9 +67,7 @@ class ContainerPlan:
 
     def delay_levels_ms(self) -> list[int]:
         """The compressed 18 levels; the broker parses whole seconds, so none is shorter than 1 s."""
-        table = DEFAULT_DELAY_TABLE
-        return [max(1000, int(math.ceil(table.delay_ms(level) * self.time_scale / 1000)) * 1000)
-                for level in range(1, table.max_level + 1)]
+        return scaled_delay_levels_ms(self.time_scale)
 
     def broker_conf(self) -> str:
         lines = {
@@ -86,7 +75,7 @@ class ContainerPlan:
             "brokerRole": "ASYNC_MASTER", "flushDiskType": "ASYNC_FLUSH", "deleteWhen": "04",
             "fileReservedTime": 48, "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true",
             "enablePropertyFilter": "true", "timerWheelEnable": "true",
-            "messageDelayLevel": " ".join(_seconds_text(d) for d in self.delay_levels_ms()),
+            "messageDelayLevel": " ".join(seconds_text(d) for d in self.delay_levels_ms()),
             "transactionCheckInterval": max(1, round(tx_rules.check_interval_ms(self.release) * self.time_scale)),
             "transactionTimeOut": max(1, round(tx_rules.TRANSACTION_TIMEOUT_MS * self.time_scale)),
         }

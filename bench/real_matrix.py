@@ -1,0 +1,129 @@
+"""``make real-matrix``: every covered release × every SDK target that can reach it, the full suites, one run folder
+each, then ``rmqc report`` over all of them (the release × SDK matrix: HTML, JSON, JUnit), the wall time per
+release, and per 5.x release a soak through the Python SDK checked by ``rmqc check`` (the nightly Spark
+validation, on real brokers). The matrix's JSON and each soak's check result are copied under ``docs/real-matrix/``
+for readers; the HTML and the event logs stay in the output folder (build output).
+
+A release the registry does not serve whole (4.9.8's name server and broker, 5.1.4's proxy) runs what it can, and
+the rest is listed with the registry's reason. This is a bench, not CI: a whole run takes hours.
+
+    python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 120] [--soak 180s]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adapters import release_jars  # noqa: E402
+from spec import versions  # noqa: E402
+
+SDKS = {"python": ("grpc-5.x", "the official Python 5.x SDK through the release's proxy"),
+        "cpp4x": ("remoting-4.x", "the 4.x SDK (rocketmq-client-python over the C++ client) through its name server")}
+"""The SDK targets a ``release:V`` run can drive, by the profile that selects them."""
+NOT_YET = {"nodejs": "the Node.js driver takes its time scale from rmqc serve; a compressed release is not wired to it yet",
+           "java4x": "the Java 4.x driver is not built yet (issue 34)", "java5x": "the Java 5.x driver is not built yet "
+           "(issue 34)", "go": "the Go driver is not built yet (issue 34)"}
+
+
+def run(command: list[str], log: Path, env: dict[str, str] | None = None, timeout_s: float = 7200) -> int:
+    """A command with its output in ``log``; its exit code (124 when it outlasted ``timeout_s``)."""
+    with log.open("w") as sink:
+        try:
+            return subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout_s,
+                                  env={**os.environ, **(env or {})}).returncode
+        except subprocess.TimeoutExpired:
+            sink.write(f"\n(stopped after {timeout_s:.0f} s)\n")
+            return 124
+
+
+def rmqc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rmqc.cli", *args]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--releases", default=",".join(versions.COVERED))
+    parser.add_argument("--sdks", default=",".join(SDKS))
+    parser.add_argument("--budget", type=float, default=120, help="wall seconds one test may take")
+    parser.add_argument("--soak", default="180s", help="soak duration per 5.x release (0 to skip)")
+    parser.add_argument("--out", default=str(ROOT / "reports" / "out" / "real-matrix"))
+    parser.add_argument("--docs", default=str(ROOT / "docs" / "real-matrix"))
+    args = parser.parse_args(argv)
+    out, docs = Path(args.out), Path(args.docs)
+    out.mkdir(parents=True, exist_ok=True)
+    docs.mkdir(parents=True, exist_ok=True)
+    index: dict[str, dict] = {}
+    runs: list[Path] = []
+    for release in args.releases.split(","):
+        started = time.monotonic()
+        entry: dict = {"runs": {}, "skipped": {}, "soak": None}
+        index[release] = entry
+        try:
+            jars = release_jars.resolve(release, lambda line: print(f"  {line}", flush=True))
+        except release_jars.ReleaseUnavailable as exc:
+            entry["skipped"] = {sdk: str(exc) for sdk in args.sdks.split(",")}
+            print(f"{release}: not run: {exc}", flush=True)
+            continue
+        expectations = ROOT / "expectations" / f"rocketmq-{release}.yaml"
+        for sdk in args.sdks.split(","):
+            if sdk not in SDKS:
+                entry["skipped"][sdk] = NOT_YET.get(sdk, f"unknown SDK {sdk!r}")
+                continue
+            profile, _ = SDKS[sdk]
+            if profile == "grpc-5.x" and not jars.has("proxy"):
+                entry["skipped"][sdk] = jars.missing.get("proxy", "no proxy before 5.0.0")
+                continue
+            folder = out / f"{release}-{sdk}"
+            shutil.rmtree(folder, ignore_errors=True)
+            command = rmqc("run", "--target", f"release:{release}", "--profile", profile, "--budget", str(args.budget),
+                           "--out", str(folder), *(["--expectations", str(expectations)] if expectations.exists() else []))
+            t0 = time.monotonic()
+            folder.mkdir(parents=True)
+            code = run(command, folder / "run.log")
+            entry["runs"][sdk] = {"exit": code, "seconds": round(time.monotonic() - t0, 1)}
+            if (folder / "summary.json").exists():
+                runs.append(folder)
+            print(f"{release} {sdk}: exit {code} in {entry['runs'][sdk]['seconds']:.0f} s", flush=True)
+        if args.soak not in ("0", "0s") and jars.has("proxy"):
+            entry["soak"] = soak(release, out, docs, args.soak)
+        entry["seconds"] = round(time.monotonic() - started, 1)
+        print(f"{release}: {entry['seconds'] / 60:.1f} min", flush=True)
+    if runs:
+        code = run(rmqc("report", *map(str, runs), "--out", str(out / "matrix")), out / "report.log")
+        if code == 0 and (out / "matrix" / "matrix.json").exists():
+            shutil.copy(out / "matrix" / "matrix.json", docs / "matrix.json")
+    (docs / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    print(f"matrix: {out / 'matrix' / 'matrix.html'}; summaries in {docs}")
+    return 0
+
+
+def soak(release: str, out: Path, docs: Path, duration: str) -> dict:
+    """Soak the release through the Python SDK, then Spark-check the log; the check's result goes to docs/."""
+    folder = out / f"soak-{release}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    log = folder / "events"
+    code = run(rmqc("soak", "--target", f"release:{release}", "--duration", duration, "--out", str(log)),
+               folder / "soak.log", env={"RMQC_RELEASE_HOME": str(folder)})
+    result: dict = {"soak_exit": code}
+    if code == 0:
+        checked = folder / "checks"
+        result["check_exit"] = run(rmqc("check", str(log), "--out", str(checked)), folder / "check.log",
+                                   env={"SPARK_LOCAL_IP": "127.0.0.1"})
+        if (checked / "result.json").exists():
+            shutil.copy(checked / "result.json", docs / f"soak-checks-{release}.json")
+    print(f"{release} soak: {result}", flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
