@@ -179,16 +179,19 @@ class Jvm:
             raise NotApplicable(f"{what} at {self.release.release}: {reason}")
 
     def call(self, cls: str | tuple[str, ...], method: str, *args: Any, types: tuple[str, ...] = (),
-             target: Any = None, read: tuple[str, ...] = ()) -> Answer:
+             target: Any = None, read: tuple[str, ...] = (), of: int | None = None) -> Answer:
         """``cls.method(*args)`` on the release's classes; ``cls`` may name the places a class has lived in
-        across releases (the first the release has is taken)."""
+        across releases (the first the release has is taken). ``read`` reads getters or fields of the result,
+        or with ``of`` of that argument (the result then under ``return``)."""
         if isinstance(cls, tuple):
-            return self.call(self.resolve_class(cls), method, *args, types=types, target=target, read=read)
+            return self.call(self.resolve_class(cls), method, *args, types=types, target=target, read=read, of=of)
         request: dict[str, Any] = {"class": cls, "method": method, "types": list(types), "args": list(args)}
         if target is not None:
             request["target"] = target
         if read:
             request["read"] = list(read)
+        if of is not None:
+            request["of"] = of
         with self._lock:
             assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.write(json.dumps(request, ensure_ascii=True) + "\n")

@@ -24,8 +24,9 @@ EXAMPLES = 200
 
 def run(check: OracleCheck, release: str) -> None:
     """Draw ``EXAMPLES`` inputs and require the rule and the release's method to agree on each."""
-    if check.since and not versions.holds(release, since=check.since):
-        raise NotApplicable(f"{check.java.split('#')[1]} does not exist in {release} (since {check.since})")
+    if not check.holds(release):
+        raise NotApplicable(f"{check.java.split('#')[1]} is not checked at {release} "
+                            f"({versions.describe(check.since, check.until)})")
     jvm = release_oracle.jvm(release)
     jvm.require(check.artifact, check.java.split("#")[1])
 
@@ -88,9 +89,23 @@ def test_frames_selection_and_allocation_are_the_release_s(check: OracleCheck, r
     run(check, release)
 
 
+@pytest.mark.spec("DELAY-05", "DELAY-07", "TOPIC-05", "LIMIT-03")
+@pytest.mark.parametrize(("check", "release"), checks_of("DELAY-05", "DELAY-07", "TOPIC-05", "LIMIT-03"))
+def test_delays_batches_types_and_bodies_are_the_release_s(check: OracleCheck, release: str) -> None:
+    run(check, release)
+
+
+@pytest.mark.spec("ALLOC-06", "PRIM-02", "PRIM-03", "RETRY-5X-04", "MSGID-02", "TX-03")
+@pytest.mark.parametrize(("check", "release"), checks_of("ALLOC-06", "PRIM-02", "PRIM-03", "RETRY-5X-04", "MSGID-02",
+                                                         "TX-03"))
+def test_machine_rooms_and_hashes_are_the_release_s(check: OracleCheck, release: str) -> None:
+    run(check, release)
+
+
 def test_every_check_is_run() -> None:
     """Every entry of the table belongs to one of the tests above."""
     ran = {"LIMIT-01", "LIMIT-02", "TOPIC-01", "FILTER-01", "FILTER-02", "FILTER-03", "RETRY-CONC-05", "RETRY-5X-02",
            "PRIM-01", "DELAY-02", "FILTER-06", "RETRY-CONC-04", "MSGID-01", "STORE-01", "STORE-04", "STORE-06",
-           "STORE-07", "STORE-09", "REMOTING-01", "FIFO-03", "ALLOC-01", "ALLOC-02", "ALLOC-03"}
+           "STORE-07", "STORE-09", "REMOTING-01", "FIFO-03", "ALLOC-01", "ALLOC-02", "ALLOC-03", "DELAY-05",
+           "DELAY-07", "TOPIC-05", "LIMIT-03", "ALLOC-06", "PRIM-02", "PRIM-03", "RETRY-5X-04", "MSGID-02", "TX-03"}
     assert {c.spec_id for c in CHECKS} <= ran

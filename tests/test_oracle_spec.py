@@ -2,15 +2,36 @@
 passed, where Java or the jars are missing."""
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 
 from history.outcomes import NotApplicable
+from spec.coverage import ID_PATTERN
 from spec.loader import default_spec
 from suites import release_oracle
-from suites.oracle_rules import CHECKS, oracle_line
+from suites.oracle_rules import CHECKS, CITES_JAVA, NOT_CHECKED, not_checked_line, oracle_line
+
+RULES = Path(__file__).resolve().parents[1] / "reference_impl" / "rules"
+
+
+def java_citing_rules() -> dict[str, list[str]]:
+    """``module.function`` of every public rule whose docstring cites a Java method (``CITES_JAVA``: a ``.java``
+    path, a ``#method``, a ``Class.method`` or a ``camelCase`` name), with the spec IDs it cites."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(RULES.glob("*.py")):
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                doc = ast.get_docstring(node) or ""
+                if CITES_JAVA.search(doc):
+                    found[f"{path.stem}.{node.name}"] = list(dict.fromkeys(ID_PATTERN.findall(doc)))
+    return found
+
+
+CITING = java_citing_rules()
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.rule)
@@ -56,3 +77,30 @@ def test_a_missing_artifact_is_recorded_with_its_reason() -> None:
               "org.apache.rocketmq:rocketmq-broker:jar:4.9.8 was not found in https://repo.maven.apache.org/maven2")
     m = release_oracle._NOT_FOUND.search(output)
     assert m and (m.group(1) or m.group(2)) == "broker"
+
+
+@pytest.mark.parametrize("rule", sorted(CITING))
+def test_a_rule_that_models_a_java_method_is_checked_or_says_why(rule: str) -> None:
+    """Every rule whose docstring cites a Java method is in the release oracle's table, or one of the behaviours
+    it cites (any, when it cites none) says in ``sources.upstream`` why it is not checked."""
+    if any(c.rule == rule for c in CHECKS):
+        return  # test_the_behaviour_names_the_java_method_its_rule_is_checked_against requires its line
+    assert rule in NOT_CHECKED, (f"{rule} cites a Java method: add it to suites/oracle_rules.py CHECKS, or to "
+                                 "NOT_CHECKED with the reason it cannot be checked against the released classes")
+    spec = default_spec()
+    cited = [spec.behaviours[i] for i in CITING[rule] if i in spec.behaviours] or list(spec.behaviours.values())
+    line = not_checked_line(rule)
+    assert any(line in b.sources.get("upstream", []) for b in cited), \
+        f"{' or '.join(b.id for b in cited[:3])} should list {line!r} in sources.upstream (rmqc spec show prints it)"
+
+
+def test_every_reason_line_is_the_table_s() -> None:
+    """A rule is either checked or not, and every ``oracle:`` line of the spec is one the table makes."""
+    checked = {c.rule for c in CHECKS}
+    assert not checked & set(NOT_CHECKED), f"both checked and not: {sorted(checked & set(NOT_CHECKED))}"
+    made = {oracle_line(c) for c in CHECKS} | {not_checked_line(r) for r in NOT_CHECKED}
+    stale = [f"{b.id}: {line}" for b in default_spec().behaviours.values()
+             for line in b.sources.get("upstream", []) if isinstance(line, str) and line.startswith("oracle:")
+             and line not in made]
+    assert not stale, "spec oracle lines the table no longer makes:\n" + "\n".join(stale)
+

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from spec import versions
+
 from .primitives import java_parse_long, java_split, to_int64, utf16_units
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -165,20 +167,37 @@ class BatchRejected(ValueError):
         return f"Failed to initiate the MessageBatch: {self}"
 
 
-def check_batch(messages: Sequence[Mapping[str, object]]) -> None:
+BATCH_TIMERS_SINCE = "5.5.0"
+"""From 5.5.0 ``generateFromList`` refuses a timer message too, and words the refusal for every delay."""
+
+
+def check_batch(messages: Sequence[Mapping[str, object]], release: str = versions.LATEST) -> None:
     """``MessageBatch.generateFromList`` (DELAY-07): raises BatchRejected with the client's message.
 
-    Each message is a mapping with ``topic``, optional ``delay_level`` and ``wait_store_msg_ok``.
+    Each message is a mapping with ``topic``, optional ``delay_level``, ``wait_store_msg_ok`` and, read from
+    5.5.0 on, the timer properties ``delay_ms``, ``delay_sec`` and ``deliver_ms``. Up to 5.3.3 only a delay
+    level is refused ("TimeDelayLevel is not supported for batching"); from 5.5.0 any of the four above zero
+    is ("Delayed messages are not supported for batching")
+    (common/.../message/MessageBatch.java#MessageBatch.generateFromList@rocketmq-all-5.3.3 L48-50,
+    @rocketmq-all-5.5.0 L48-50). An empty list has no first message: Java's ``first.getTopic()`` throws
+    NullPointerException, which ``DefaultMQProducer.batch`` wraps like the others
+    (@rocketmq-all-5.3.3 L68).
     """
-    first = messages[0] if messages else None
+    if not messages:
+        raise BatchRejected("NullPointerException: an empty batch has no first message")
+    timers = versions.holds(release, since=BATCH_TIMERS_SINCE)
+    first = messages[0]
     for m in messages:
-        if int(m.get("delay_level", 0) or 0) > 0:
+        if timers:
+            if any(int(m.get(name, 0) or 0) > 0 for name in ("delay_level", "delay_ms", "delay_sec", "deliver_ms")):
+                raise BatchRejected("Delayed messages are not supported for batching")
+        elif int(m.get("delay_level", 0) or 0) > 0:
             raise BatchRejected("TimeDelayLevel is not supported for batching")
         if str(m["topic"]).startswith("%RETRY%"):
             raise BatchRejected("Retry Group is not supported for batching")
-        if first is not None and m["topic"] != first["topic"]:
+        if m["topic"] != first["topic"]:
             raise BatchRejected("The topic of the messages in one batch should be the same")
-        if first is not None and m.get("wait_store_msg_ok", True) != first.get("wait_store_msg_ok", True):
+        if m.get("wait_store_msg_ok", True) != first.get("wait_store_msg_ok", True):
             raise BatchRejected("The waitStoreMsgOK of the messages in one batch should the same")
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from spec import versions
 
 from . import codes, sql92
-from .java_semantics import java_split, java_trim
+from .java_semantics import int32, java_split, java_trim
 from .primitives import java_string_hash
 
 SQL_NOT_ENABLED_REMARK = "The broker does not support consumer to filter message by SQL92"
@@ -59,10 +59,13 @@ def parse_tag_expression(expression: str | None) -> TagSubscription:
 
 
 def broker_tag_match(subscription: TagSubscription | None, tags_code_value: int | None) -> bool:
-    """``ExpressionMessageFilter.isMatchedByConsumeQueue`` for TAG: a hash check only (FILTER-03)."""
+    """``ExpressionMessageFilter.isMatchedByConsumeQueue`` for TAG: a hash check only (FILTER-03). The
+    consume queue's tags code is a ``long`` and Java compares its ``intValue()`` (the low 32 bits) with the
+    subscription's codes (broker/.../filter/ExpressionMessageFilter.java#ExpressionMessageFilter.isMatchedByConsumeQueue
+    @rocketmq-all-5.3.3 L80)."""
     if subscription is None or tags_code_value is None or subscription.all:
         return True
-    return tags_code_value in subscription.codes
+    return int32(tags_code_value) in subscription.codes
 
 
 def client_tag_match(subscription: TagSubscription, tags: str | None) -> bool:

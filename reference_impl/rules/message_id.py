@@ -81,8 +81,17 @@ def uniq_id(ip: str, pid: int, class_loader_hash: int, ms_since_month_start: int
 
 
 def uniq_id_is_ipv6(msg_id: str) -> bool:
-    """``getIPFromID``: a 28-byte id carries an IPv6 address (MSGID-02)."""
-    return len(bytes.fromhex(msg_id)) == 28
+    """``getIPFromID``: a 28-byte id carries an IPv6 address (MSGID-02). The id is read by
+    ``UtilAll.string2bytes`` (``hex_to_bytes``: an odd last character dropped, any character taken), and an
+    empty id is null there (``NullIdError``); fewer than 4 bytes cannot give the address ``System.arraycopy``
+    copies (``IndexError`` for ArrayIndexOutOfBoundsException)
+    (common/.../message/MessageClientIDSetter.java#MessageClientIDSetter.getIPFromID@rocketmq-all-5.3.3 L99-105)."""
+    if not msg_id:
+        raise NullIdError("string2bytes gives null for an empty id")
+    raw = hex_to_bytes(msg_id)
+    if len(raw) < 4:
+        raise IndexError(f"arraycopy: last source index 4 out of bounds for byte[{len(raw)}]")
+    return len(raw) == 28
 
 
 def set_uniq_id(properties: dict[str, str], new_id: str) -> str:

@@ -188,13 +188,24 @@ def java_double_to_long_bits(value: float) -> int:
 
 def ieee_pow(base: float, exponent: float) -> float:
     """Java's and JavaScript's ``Math.pow``: IEEE 754 ``pow``, where a result beyond a double is an infinity
-    of the right sign (a negative base to an odd whole power is negative), not an error (RETRY-5X-04,
-    SDK-NODE-02)."""
+    of the right sign (a negative base to an odd whole power is negative), not an error; so is a zero to a
+    negative power, and a negative base to a power that is not whole is NaN; unlike C's ``pow``, a NaN
+    exponent, and ±1 to an infinite power, are NaN too (java.base/java/lang/Math.java#Math.pow, StrictMath.pow's
+    special cases; ECMAScript's Number::exponentiate agrees). Elsewhere the result is the correctly rounded
+    power, which ``Math.pow`` may miss by the 1 ulp its contract allows (HotSpot's intrinsic on 41.0 ** 10.0)
+    (RETRY-5X-04, SDK-NODE-02)."""
+    if math.isnan(exponent) or (abs(base) == 1.0 and math.isinf(exponent)):
+        return math.nan  # where C's pow (and Python's) gives 1.0, Java and JavaScript give NaN
     try:
         return math.pow(base, exponent)
     except OverflowError:
         negative = base < 0 and exponent.is_integer() and int(exponent) % 2 == 1
         return -math.inf if negative else math.inf
+    except ValueError:  # where Python's pow refuses, IEEE (and Java's Math.pow) answers
+        if base == 0.0:  # a zero to a negative power: an infinity, negative for -0.0 to an odd whole power
+            odd = exponent.is_integer() and int(exponent) % 2 == 1
+            return -math.inf if odd and math.copysign(1.0, base) < 0 else math.inf
+        return math.nan  # a negative base to a power that is not whole
 
 
 _JAVA_WHITESPACE_CONTROLS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"

@@ -13,7 +13,7 @@ from typing import Literal, Mapping, Sequence
 from spec import versions
 
 from . import codes, node5x
-from .java_semantics import int32
+from .java_semantics import int32, int64
 from .primitives import ieee_pow
 
 Sdk = Literal["java", "python", "nodejs"]
@@ -160,9 +160,15 @@ def server_customized_delay_ms(reconsume_times: int, next_ms: Sequence[int] = DE
 def server_exponential_delay_ms(reconsume_times: int, initial_ms: int = DEFAULT_EXPONENTIAL_MS[0],
                                 max_ms: int = DEFAULT_EXPONENTIAL_MS[1],
                                 multiplier: float = DEFAULT_EXPONENTIAL_MS[2]) -> int:
-    """``ExponentialRetryPolicy.nextDelayDuration``: rt clamped to [0, 32] (RETRY-5X-02)."""
+    """``ExponentialRetryPolicy.nextDelayDuration``: rt clamped to [0, 32] (RETRY-5X-02), then
+    ``Math.min(max, initial * (long) Math.pow(multiplier, rt))`` in Java's arithmetic: the power is a double
+    cast to a long (beyond it the long's bounds) and the product is a ``long`` that wraps, so a large
+    multiplier or initial delay can give a negative delay
+    (remoting/.../subscription/ExponentialRetryPolicy.java#ExponentialRetryPolicy.nextDelayDuration@rocketmq-all-5.3.3
+    L71-79; common/.../subscription/ExponentialRetryPolicy.java@rocketmq-all-5.0.0 L71-79)."""
     rt = max(0, min(32, reconsume_times))
-    return min(max_ms, int(initial_ms * int(multiplier ** rt)))
+    power = java_double_to_long(ieee_pow(float(multiplier), float(rt)))
+    return min(max_ms, int64(initial_ms * power))
 
 
 def server_next_delay_ms(policy: BackoffPolicy, reconsume_times: int) -> int:
@@ -382,18 +388,31 @@ def retry_arrival_wakes_long_poll(release: str) -> bool:
 FIRST_POP_TIME = "1ST_POP_TIME"
 
 
-def revived_properties(properties: Mapping[str, str], reconsume_times: int, pop_time_ms: int) -> dict[str, str]:
+ORIGIN_GROUP = "ORIGIN_GROUP"
+REVIVE_ORIGIN_GROUP_SINCE = "5.5.0"
+"""From 5.5.0 the revive tags its copy with the checkpoint's group (``MessageConst.PROPERTY_ORIGIN_GROUP``)."""
+
+
+def revived_properties(properties: Mapping[str, str], reconsume_times: int, pop_time_ms: int,
+                       group: str | None = None, release: str = versions.LATEST) -> dict[str, str]:
     """``PopReviveService.reviveRetry``: the copy written to the pop retry topic carries the message's
     properties as they are (no RETRY_TOPIC, no ORIGIN_MESSAGE_ID is added), with ``1ST_POP_TIME`` set to the
-    checkpoint's pop time on the first revive, or when it is missing (RETRY-5X-10)."""
+    checkpoint's pop time on the first revive, or when it is missing; from 5.5.0 also ``ORIGIN_GROUP`` = the
+    checkpoint's group (broker/.../processor/PopReviveService.java#PopReviveService.reviveRetry@rocketmq-all-5.5.0)
+    (RETRY-5X-10)."""
     props = dict(properties)
     if reconsume_times == 0 or FIRST_POP_TIME not in props:
         props[FIRST_POP_TIME] = str(pop_time_ms)
+    if group is not None and versions.holds(release, since=REVIVE_ORIGIN_GROUP_SINCE):
+        props[ORIGIN_GROUP] = group
     return props
 
 
-def revive_reconsume_times(reconsume_times: int) -> int:
-    """A revived pop message is written back with ``reconsumeTimes + 1`` (RETRY-5X-10)."""
+def revive_reconsume_times(reconsume_times: int, suspend: bool = False, release: str = versions.LATEST) -> int:
+    """A revived pop message is written back with ``reconsumeTimes + 1``; from 5.5.0 a checkpoint written by a
+    ChangeInvisibleDuration with ``suspend`` keeps ``reconsumeTimes`` (RETRY-5X-10)."""
+    if suspend and versions.holds(release, since=REVIVE_ORIGIN_GROUP_SINCE):
+        return reconsume_times
     return reconsume_times + 1
 
 

@@ -15,17 +15,22 @@ from spec import versions
 
 from . import node5x
 from .codes import RocketMQError
+from .primitives import java_boolean_value_of
 
 MESSAGE_PROPERTY_CONFLICT_WITH_TYPE = 40014
 TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
 MIXED_SINCE = "5.1.4"
+PRIORITY_LITE_SINCE = "5.5.0"
+"""PRIORITY and LITE join ``TopicMessageType`` (common/.../attribute/TopicMessageType.java@rocketmq-all-5.5.0 L31-32)."""
 _RETRY_PREFIX, _DLQ_PREFIX = "%RETRY%", "%DLQ%"
 
 
 def topic_types(release: str = versions.LATEST) -> tuple[str, ...]:
-    """The values ``TopicMessageType`` has in the release, UNSPECIFIED included (TOPIC-05)."""
+    """The values ``TopicMessageType`` has in the release, UNSPECIFIED included (TOPIC-05); PRIORITY and LITE
+    from 5.5.0."""
     mixed = ("MIXED",) if versions.holds(release, since=MIXED_SINCE) else ()
-    return ("UNSPECIFIED",) + TYPES + mixed
+    later = ("PRIORITY", "LITE") if versions.holds(release, since=PRIORITY_LITE_SINCE) else ()
+    return ("UNSPECIFIED",) + TYPES + later + mixed
 
 
 def topic_message_type(attribute: str | None, release: str = versions.LATEST) -> str:
@@ -39,9 +44,10 @@ def topic_message_type(attribute: str | None, release: str = versions.LATEST) ->
 
 
 def route_accept_types(topic_type: str, release: str = versions.LATEST) -> tuple[str, ...]:
-    """``RouteActivity.parseTopicMessageType``: a typed topic's queues accept that type; MIXED (5.1.4+) all
-    four; anything else MESSAGE_TYPE_UNSPECIFIED (TOPIC-05)."""
-    if topic_type in TYPES:
+    """``RouteActivity.parseTopicMessageType``: a typed topic's queues accept that type (PRIORITY and LITE too,
+    from 5.5.0); MIXED (5.1.4+) the four of ``TYPES`` only; anything else MESSAGE_TYPE_UNSPECIFIED (TOPIC-05;
+    proxy/.../grpc/v2/route/RouteActivity.java#RouteActivity.parseTopicMessageType@rocketmq-all-5.5.0)."""
+    if topic_type in TYPES or (topic_type in ("PRIORITY", "LITE") and versions.holds(release, since="5.5.0")):
         return (topic_type,)
     if topic_type == "MIXED" and versions.holds(release, since=MIXED_SINCE):
         return TYPES
@@ -51,15 +57,24 @@ def route_accept_types(topic_type: str, release: str = versions.LATEST) -> tuple
 def message_type_of(properties: Mapping[str, str], release: str = versions.LATEST) -> str:
     """The proxy's reading of a message's type from its properties (``ProducerProcessor.parseFromMessageExt``
     in 5.0.0, ``TopicMessageType.parseFromMessageProperty`` later): TRANSACTION when TRAN_MSG is "true",
-    DELAY with a delay level or timer property, FIFO with a sharding key, else NORMAL (TOPIC-05)."""
+    DELAY with a delay level or timer property, FIFO with a sharding key, else NORMAL (TOPIC-05). From 5.5.0
+    TRAN_MSG is read by ``Boolean.parseBoolean`` ("TRUE" is true too), and a priority or a lite topic makes
+    PRIORITY or LITE (common/.../attribute/TopicMessageType.java#TopicMessageType.parseFromMessageProperty
+    @rocketmq-all-5.5.0 L52-69; @rocketmq-all-5.3.3 L44-59 compares with "true")."""
+    later = versions.holds(release, since=PRIORITY_LITE_SINCE)
     timers = ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC") + (
         ("TIMER_DELAY_MS",) if versions.holds(release, since="5.3.3") else ())
-    if properties.get("TRAN_MSG") == "true":
+    transaction = properties.get("TRAN_MSG")
+    if java_boolean_value_of(transaction or "") if later else transaction == "true":
         return "TRANSACTION"
     if any(properties.get(name) is not None for name in timers):
         return "DELAY"
     if properties.get("__SHARDINGKEY") is not None:
         return "FIFO"
+    if later and properties.get("_SYS_MSG_PRIORITY_") is not None:
+        return "PRIORITY"
+    if later and properties.get("__LITE_TOPIC") is not None:
+        return "LITE"
     return "NORMAL"
 
 

@@ -8,6 +8,8 @@
 //   types   the parameter types ("int", "java.lang.String", "java.util.List", ...): they choose the overload
 //   target  the receiver of an instance method (a value, below); absent for a static method
 //   read    getters or fields to read from the result instead of the result itself (an object of them)
+//   of      with read: read them from the argument at this index instead (a method that fills an argument
+//           in, such as a response), the result itself then under "return"
 // A value:  JSON null, true/false, a string; {"int"|"long"|"short"|"byte": n}, {"double"|"float": text},
 //           {"char": s}, {"bytes": hex}, {"list": [V...]}, {"set": [V...]}, {"map": [[K, V]...]},
 //           {"enum": C, "name": N}, {"new": C, "types": [T...], "args": [V...]} (a constructor),
@@ -172,8 +174,13 @@ public final class ReleaseOracle {
             return result;
         }
         Map<String, Object> fields = new LinkedHashMap<>();
+        Object from = result;
+        if (call.containsKey("of")) {
+            from = args[((Long) call.get("of")).intValue()];
+            fields.put("return", result);
+        }
         for (Object name : read) {
-            fields.put((String) name, member(result, (String) name));
+            fields.put((String) name, member(from, (String) name));
         }
         return fields;
     }
