@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-COVERED = ("4.9.8", "5.0.0", "5.1.4", "5.3.3")
+COVERED = ("4.9.8", "5.0.0", "5.1.4", "5.3.3", "5.5.0")
 """Releases whose source the spec was read against, oldest first (tags ``rocketmq-all-<version>``)."""
 LATEST = COVERED[-1]
 DEVELOP = "develop"

@@ -14,10 +14,16 @@ from spec import versions
 from spec.loader import default_spec
 
 
-def test_the_spec_lists_where_5_0_0_and_the_latest_release_differ() -> None:
-    assert default_spec().differences("5.0.0", versions.LATEST) == ["FIFO-05", "FILTER-05", "FILTER-06", "LIMIT-02",
-                                                                    "RETRY-5X-11", "TOPIC-05", "TX-03"]
-    assert default_spec().differences("5.1.4", versions.LATEST) == ["RETRY-5X-11"]
+def test_the_spec_lists_where_releases_differ() -> None:
+    spec = default_spec()
+    assert spec.differences("5.0.0", "5.3.3") == ["FIFO-05", "FILTER-05", "FILTER-06", "LIMIT-02", "RETRY-5X-11",
+                                                  "STORE-04", "TOPIC-05", "TX-03"]
+    assert spec.differences("5.1.4", "5.3.3") == ["RETRY-5X-11", "STORE-04"]
+    # what 5.5.0, the latest covered release, changed (read from its sources jars against 5.3.3's tag)
+    assert versions.LATEST == "5.5.0"
+    assert spec.differences("5.3.3", versions.LATEST) == ["DELAY-07", "LIMIT-01", "LIMIT-02", "RETRY-5X-10",
+                                                          "RETRY-5X-11", "RETRY-CONC-08", "SEND-5X-03", "STORE-08",
+                                                          "TOPIC-04", "TOPIC-05", "TX-01"]
 
 
 @pytest.mark.spec("LIMIT-02", "TX-03", "TOPIC-05", "TX-07", "RETRY-5X-11")

@@ -40,6 +40,14 @@ def test_behaviours_hold_where_they_say() -> None:
     assert "consumer group cannot be empty" in limit.variant_at("5.0.0")["statement"]
     assert "checkGroup` first" in limit.variant_at("5.1.4")["statement"]
     assert limit.variant_at("develop")["defaults"] == {"maxGroupLength": 120}
+    assert limit.variant_at("5.5.0") is limit.variant_at("develop") and limit.defaults_at("5.3.3")["maxGroupLength"] == 255
+    assert limit.variant_at("5.5.0")["source"].endswith("@rocketmq-all-5.5.0")
+
+
+def test_the_latest_covered_release_is_5_5_0() -> None:
+    """5.5.0, the newest 5.x release Maven Central serves whole, read from its sources jars against 5.3.3."""
+    assert versions.COVERED == ("4.9.8", "5.0.0", "5.1.4", "5.3.3", "5.5.0") and versions.LATEST == "5.5.0"
+    assert default_spec().get("TOPIC-05").defaults_at("5.5.0")["enableMixedMessageType"] is False
 
 
 def test_since_after_until_is_an_error(tmp_path: Path) -> None:
