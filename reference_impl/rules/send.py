@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
+from spec import versions
+
 from . import codes, node5x
 from .codes import RocketMQError
 
@@ -169,10 +171,26 @@ def oneway_send(outcomes: Sequence[Attempt] | Callable[[int, int], Attempt]) -> 
 
 # ---- 5.x SDKs (SEND-5X-01..03) -----------------------------------------------------------------
 
-def grpc_code_for_remoting(code: int) -> int:
-    """The proxy's mapping of a broker code to a gRPC code (SEND-5X-03)."""
-    return {codes.R_SUCCESS: codes.OK, codes.R_SYSTEM_BUSY: codes.TOO_MANY_REQUESTS,
-            codes.R_SUBSCRIPTION_GROUP_NOT_EXIST: codes.CONSUMER_GROUP_NOT_FOUND}.get(code, codes.INTERNAL_SERVER_ERROR)
+REQUEST_CODE_NOT_SUPPORTED = 3
+"""Remoting ``RemotingSysResponseCode.REQUEST_CODE_NOT_SUPPORTED``."""
+LMQ_QUOTA_EXCEEDED, LITE_SUBSCRIPTION_QUOTA_EXCEEDED = 2017, 2018
+"""Remoting ``ResponseCode`` codes of 5.5.0's lite topics."""
+
+
+def grpc_code_for_remoting(code: int, release: str = versions.LATEST) -> int:
+    """The proxy's mapping of a broker code to a gRPC code, ``ResponseBuilder.RESPONSE_CODE_MAPPING``
+    (SEND-5X-03): SUCCESS, SYSTEM_BUSY, REQUEST_CODE_NOT_SUPPORTED, SUBSCRIPTION_GROUP_NOT_EXIST and the client's
+    ACCESS_BROKER_TIMEOUT in every 5.x release; from 5.5.0 also LMQ_QUOTA_EXCEEDED and
+    LITE_SUBSCRIPTION_QUOTA_EXCEEDED (proxy/.../grpc/v2/common/ResponseBuilder.java@rocketmq-all-5.5.0 L46-53);
+    anything else INTERNAL_SERVER_ERROR."""
+    mapping = {codes.R_SUCCESS: codes.OK, codes.R_SYSTEM_BUSY: codes.TOO_MANY_REQUESTS,
+               REQUEST_CODE_NOT_SUPPORTED: codes.NOT_IMPLEMENTED,
+               codes.R_SUBSCRIPTION_GROUP_NOT_EXIST: codes.CONSUMER_GROUP_NOT_FOUND,
+               codes.C_ACCESS_BROKER_TIMEOUT: codes.PROXY_TIMEOUT}
+    if versions.holds(release, since="5.5.0"):
+        mapping |= {LMQ_QUOTA_EXCEEDED: codes.LITE_TOPIC_QUOTA_EXCEEDED,
+                    LITE_SUBSCRIPTION_QUOTA_EXCEEDED: codes.LITE_SUBSCRIPTION_QUOTA_EXCEEDED}
+    return mapping.get(code, codes.INTERNAL_SERVER_ERROR)
 
 
 @dataclass(frozen=True)
