@@ -269,12 +269,17 @@ def encode_index_header(begin_ts: int, end_ts: int, begin_phy: int, end_phy: int
     return struct.pack(">qqqqii", begin_ts, end_ts, begin_phy, end_phy, slot_count, index_count)
 
 
-def index_keys(topic: str, uniq_key: str | None, keys: str | None) -> list[str]:
-    """What the IndexService indexes: topic#UNIQ_KEY and topic#k for each KEYS token (STORE-08)."""
+def index_keys(topic: str, uniq_key: str | None, keys: str | None, tags: str | None = None,
+               version: str = versions.LATEST) -> list[str]:
+    """What the IndexService indexes: topic#UNIQ_KEY and topic#k for each KEYS token; from 5.5.0 also
+    ``topic#T#<TAGS>`` (the whole TAGS string, ``MessageConst.INDEX_TAG_TYPE``) when TAGS is not empty
+    (store/.../index/IndexService.java#IndexService.buildIndex@rocketmq-all-5.5.0) (STORE-08)."""
     out = [f"{topic}#{uniq_key}"] if uniq_key else []
     for k in (keys or "").split(" "):  # idiom-ok: empty keys are skipped, as Java's length() > 0 test does
         if k:
             out.append(f"{topic}#{k}")
+    if tags and versions.holds(version, since="5.5.0"):
+        out.append(f"{topic}#T#{tags}")
     return out
 
 
