@@ -8,6 +8,8 @@ from history.values import LocalTransactionState
 from spec import versions
 
 from . import codes
+from .codes import RocketMQError
+from .primitives import INT_MAX, INT_MIN, java_parse_long
 from .delay import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -46,6 +48,30 @@ def half_message(topic: str, queue_id: int, properties: Mapping[str, str], produ
     props["REAL_TOPIC"] = topic
     props["REAL_QID"] = str(queue_id)
     return HALF_TOPIC, 0, props
+
+
+TX_REFUSES_DELAY_SINCE = "5.5.0"
+"""From 5.5.0 the 4.x transactional producer refuses a delayed message instead of clearing its delay level."""
+_DELAY_PROPERTIES = ("DELAY", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS")
+
+
+def transactional_send_properties(properties: Mapping[str, str], producer_group: str,
+                                  version: str = versions.LATEST) -> dict[str, str]:
+    """What ``DefaultMQProducerImpl.sendMessageInTransaction`` sends as the half message (TX-01): up to 5.3.3
+    it clears ``DELAY`` when the level parses to anything but 0; from 5.5.0 ``ensureNotDelayedForTransactional``
+    throws ``MQClientException("Transactional messages do not support delayed delivery")`` when ``DELAY`` or a
+    timer property is present at all (``DELAY=0`` too) and nothing is sent
+    (client/.../impl/producer/DefaultMQProducerImpl.java#DefaultMQProducerImpl.ensureNotDelayedForTransactional
+    @rocketmq-all-5.5.0). Then ``TRAN_MSG = "true"`` and ``PGROUP`` = the producer group."""
+    props = dict(properties)
+    if versions.holds(version, since=TX_REFUSES_DELAY_SINCE):
+        if any(props.get(name) is not None for name in _DELAY_PROPERTIES):
+            raise RocketMQError(-1, "Transactional messages do not support delayed delivery")
+    elif props.get("DELAY") is not None and java_parse_long(props["DELAY"], INT_MIN, INT_MAX) != 0:
+        props.pop("DELAY")
+    props["TRAN_MSG"] = "true"
+    props["PGROUP"] = producer_group
+    return props
 
 
 def local_state_after_send(send_status: str, listener_state: LocalTransactionState | None) -> LocalTransactionState:
