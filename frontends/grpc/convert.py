@@ -14,10 +14,11 @@ from reference_impl.rules import retry5x, topic_types
 
 SYSTEM_PROPERTY_KEYS = ("UNIQ_KEY", "KEYS", "TAGS", "__SHARDINGKEY", "TIMER_DELIVER_MS", "TIMER_OUT_MS",
                         "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "DELAY", "TRAN_MSG", "PGROUP",
-                        "MSG_TYPE")
+                        "MSG_TYPE", "ORIGIN_GROUP")
 """Properties the model keeps that travel in ``SystemProperties`` (or not at all), not as user properties."""
 
-MESSAGE_TYPE_NAMES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION}
+MESSAGE_TYPE_NAMES = {"NORMAL": pb.NORMAL, "FIFO": pb.FIFO, "DELAY": pb.DELAY, "TRANSACTION": pb.TRANSACTION,
+                      "PRIORITY": pb.PRIORITY, "LITE": pb.LITE}
 
 
 def status(code: int, message: str = "OK") -> pb.Status:

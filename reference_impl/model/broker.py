@@ -487,7 +487,8 @@ class Broker:
         message = flight.message
         retry = retry4x.pop_retry_topic_v1(flight.group, flight.origin_topic)
         self.ensure_topic(retry, 1)
-        props = retry5x.revived_properties(message.properties, message.reconsume_times, flight.popped_at)
+        props = retry5x.revived_properties(message.properties, message.reconsume_times, flight.popped_at, flight.group,
+                                           self.sim.release)
         self._append(retry, 0, message.body, props, message.msg_id,
                      retry5x.revive_reconsume_times(message.reconsume_times), message.born_ms)
         self._notify(retry)

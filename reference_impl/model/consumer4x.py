@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from .simulation import Simulation
 
 QueueKey = tuple[str, int]
+CLIENT_4X_VERSION = "4.9.8"
+"""The Java 4.x client whose own code the model's push consumer runs (its send-back fallback: RETRY-CONC-08),
+whatever release the broker behaves as."""
 
 
 class PushConsumer4x:
@@ -249,7 +252,8 @@ class PushConsumer4x:
             return True
         if self.sdk == cpp4x.SDK:
             return False  # SDK-CPP-02: no republish fallback
-        props = retry4x.fallback_republish_properties(msg.properties, view.topic, view.reconsume_times, effective_max)
+        props = retry4x.fallback_republish_properties(msg.properties, view.topic, view.reconsume_times, effective_max,
+                                                      msg.msg_id, CLIENT_4X_VERSION)
         if self.sim.broker.republish_to_retry(self.group, msg, props) == codes.R_SUCCESS:
             self._note_retry(view, effective_max, via="fallback")
             return True

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from history.values import ListenerOutcome
+from spec import versions
 
 from . import delay as delay_rules
 from .primitives import INT_MAX, java_is_blank
@@ -129,12 +130,18 @@ def consumer_send_msg_back(group: str, origin_topic: str, reconsume_times: int,
 
 
 def fallback_republish_properties(properties: Mapping[str, str], origin_topic: str, reconsume_times: int,
-                                  max_reconsume_times: int) -> dict[str, str]:
+                                  max_reconsume_times: int, msg_id: str = "",
+                                  version: str = versions.LATEST) -> dict[str, str]:
     """The message the client republishes when send-back fails (RETRY-CONC-08): the consumed message's
-    properties and the retry ones. ``sendMessageBack`` sets ORIGIN_MESSAGE_ID on the new message and then
-    replaces its whole property map with the consumed message's (``MessageAccessor.setProperties``), so the
-    copy has ORIGIN_MESSAGE_ID only when the consumed message had one."""
+    properties and the retry ones. Up to 5.3.3 ``sendMessageBackAsNormalMessage`` sets ORIGIN_MESSAGE_ID on
+    the new message and then replaces its whole property map with the consumed message's
+    (``MessageAccessor.setProperties``), so the copy has ORIGIN_MESSAGE_ID only when the consumed message had
+    one; from 5.5.0 the properties are copied first, so the copy always carries it: the consumed message's
+    ORIGIN_MESSAGE_ID, or when that is blank ``msg_id`` (client/.../impl/consumer/DefaultMQPushConsumerImpl.java
+    #DefaultMQPushConsumerImpl.sendMessageBackAsNormalMessage@rocketmq-all-5.5.0)."""
     props = dict(properties)
+    if versions.holds(version, since="5.5.0") and java_is_blank(props.get("ORIGIN_MESSAGE_ID")):
+        props["ORIGIN_MESSAGE_ID"] = msg_id
     props["RETRY_TOPIC"] = origin_topic
     props["RECONSUME_TIME"] = str(reconsume_times + 1)
     props["MAX_RECONSUME_TIMES"] = str(max_reconsume_times)
