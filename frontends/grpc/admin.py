@@ -17,8 +17,9 @@ from ..model_service import RealTimeModel
 
 SERVICE = "rmqc.Admin"
 METHODS = ("Info",)
-MESSAGE_TYPES = topic_types.TYPES + ("MIXED",)
-"""Every type a topic can be given in some covered release (MIXED from 5.1.4; TOPIC-05)."""
+MESSAGE_TYPES = topic_types.TYPES + ("PRIORITY", "LITE", "MIXED")
+"""Every type a topic can be given in some covered release (MIXED from 5.1.4, PRIORITY and LITE from 5.5.0;
+TOPIC-05)."""
 
 
 def encode(value: Any) -> bytes:
