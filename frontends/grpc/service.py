@@ -135,7 +135,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             return config
         if name.startswith("%DLQ%") or name.startswith("%RETRY%"):
             raise RocketMQError(codes.TOPIC_NOT_FOUND, f"topic {name} not found")
-        validation.check_topic_proxy(name)
+        validation.check_topic_proxy(name, self.model.sim.release)
         if not (create and self.options.auto_create):
             raise RocketMQError(codes.TOPIC_NOT_FOUND, f"topic {name} not found")
         q = self.options.default_queues
@@ -267,10 +267,10 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         then the broker's put."""
         sp = message.system_properties
         topic = message.topic.name
-        validation.check_topic_proxy(topic)
+        validation.check_topic_proxy(topic, self.model.sim.release)
         validation.check_body_proxy(message.body)
         props = dict(message.user_properties)
-        validation.check_properties_proxy(props, sp.tag or None, list(sp.keys))
+        validation.check_properties_proxy(props, sp.tag or None, list(sp.keys), self.model.sim.release)
         if not sp.message_id:
             raise RocketMQError(40009, "message id is required")
         group = sp.message_group if sp.HasField("message_group") else None
@@ -344,7 +344,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def EndTransaction(self, request, client: str):
         """COMMIT or ROLLBACK ends the half; any other resolution is UNKNOWN and leaves it to the checks,
         with an OK answer, as the proxy does (TX-02, TX-03)."""
-        validation.check_topic_proxy(request.topic.name)
+        validation.check_topic_proxy(request.topic.name, self.model.sim.release)
         if not request.transaction_id:
             raise RocketMQError(codes.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
         with self.model.locked():

@@ -63,7 +63,7 @@ class Producer:
         LIMIT-04, FIFO-07, DELAY-08)."""
         # implements LIMIT-06, SDK-NODE-05 through the rules it calls
         if not self.grpc:
-            validation.check_topic_client_4x(topic)
+            validation.check_topic_client_4x(topic, self.version)
             validation.check_body_client(body)
             return
         if self.sdk == "python":
@@ -74,9 +74,9 @@ class Producer:
         else:
             validation.check_java_message_builder(topic, body, tags, [key] if key else [], properties, message_group,
                                                   delivery_timestamp_ms)
-        validation.check_topic_proxy(topic)
+        validation.check_topic_proxy(topic, self.sim.release)
         validation.check_body_proxy(body)
-        validation.check_properties_proxy(dict(properties or {}), tags, [key] if key else [])
+        validation.check_properties_proxy(dict(properties or {}), tags, [key] if key else [], self.sim.release)
         group_error = None if message_group is None else fifo_rules.message_group_error(message_group)
         if group_error:
             raise RocketMQError(codes.ILLEGAL_MESSAGE_GROUP, group_error)
@@ -242,7 +242,7 @@ class Producer:
             made.append(attempt)
             if attempt.failure is not None:
                 return send_rules.GrpcAttempt(network_error=True)
-            return send_rules.GrpcAttempt(send_rules.grpc_code_for_remoting(attempt.code))
+            return send_rules.GrpcAttempt(send_rules.grpc_code_for_remoting(attempt.code, self.sim.release))
 
         trace = send_rules.send_5x(step, self.sdk, sleep=lambda ms: self.sim.clock.advance(int(ms)))
         return send_rules.SendTrace(attempts=made, status="SEND_OK" if trace.ok else None,
@@ -252,7 +252,7 @@ class Producer:
     def send_batch(self, messages: Sequence[Mapping[str, object]]) -> list[SendResult]:
         """Batch send; delayed, retry-topic or mixed-topic batches are rejected by the client (DELAY-07, LIMIT-05)."""
         # implements STORE-04 through the rules it calls
-        delay_rules.check_batch(messages)
+        delay_rules.check_batch(messages, self.version)  # the 4.x client's own generateFromList
         bodies = [bytes(m.get("body", b"x")) for m in messages]  # type: ignore[arg-type]
         validation.check_batch_size(bodies, [storage.properties_to_string({"UNIQ_KEY": "0" * 32, "WAIT": "true"})] * len(bodies))
         return [self.send(str(m["topic"]), body, key=m.get("key"), tags=m.get("tags"))  # type: ignore[arg-type]

@@ -23,17 +23,36 @@ MAX_USER_PROPERTY_SIZE = 16 * 1024
 SYSTEM_TOPICS = frozenset({"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
                            "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
                            "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
+"""``TopicValidator.SYSTEM_TOPIC_SET`` as every covered release up to 5.1.4 has it; later releases add the
+topics of ``LATER_SYSTEM_TOPICS`` (``system_topics``)."""
 NOT_ALLOWED_SEND_TOPICS = frozenset({"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
                                      "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
+"""``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` up to 5.3.3; 5.5.0 adds the RocksDB transaction topics
+(``not_allowed_send_topics``)."""
+ROCKSDB_TRANS_TOPICS = ("RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC")
+LATER_SYSTEM_TOPICS = (("CHECKPOINT_TOPIC", "5.2.0"),) + tuple((t, "5.5.0") for t in ROCKSDB_TRANS_TOPICS)
+"""System topics a release added, with the first release that has them (``TopicValidator``'s static block:
+``RMQ_SYS_ROCKSDB_OFFSET_TOPIC`` from 5.2.0, the two RocksDB transaction topics from 5.5.0) (LIMIT-01)."""
+LATER_NOT_ALLOWED_SEND_TOPICS = tuple((t, "5.5.0") for t in ROCKSDB_TRANS_TOPICS)
 SYSTEM_PROPERTY_KEYS = frozenset({
-    "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET",
-    "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG",
-    "RECONSUME_TIME", "MSG_REGION", "TRACE_ON", "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME",
-    "__SHARDINGKEY", "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID",
+    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG",
+    "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG",
+    "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK",
+    "POP_CK_OFFSET", "1ST_POP_TIME", "TRAN_PREPARED_QUEUE_OFFSET", "DUP_INFO", "EXTEND_UNIQ_INFO", "INSTANCE_ID",
     "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
-    "TIMER_OUT_MS", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_ENQUEUE_MS",
-    "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "1ST_POP_TIME", "POP_CK", "POP_CK_OFFSET", "INNER_BASE",
-    "INNER_NUM", "TRACE_CONTEXT", "__BORNHOST", "__STARTDELIVERTIME"})
+    "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST",
+    "BORN_TIMESTAMP"})
+"""``MessageConst.STRING_HASH_SET`` at rocketmq-all-5.0.0 (48 keys), the keys a gRPC user property may not use;
+later releases add ``LATER_SYSTEM_PROPERTY_KEYS`` (``system_property_keys``). In it at no covered release, so
+free for a user property: ``__SHARDINGKEY``, ``INNER_NUM``, ``INNER_BASE``, ``TRACE_CONTEXT``,
+``TRANSACTION_CHECK_TIMES``, ``CHECK_IMMUNITY_TIME_IN_SECONDS``, ``__STARTDELIVERTIME``."""
+LATER_SYSTEM_PROPERTY_KEYS = (("DLQ_ORIGIN_TOPIC", "5.1.0"), ("DLQ_ORIGIN_MESSAGE_ID", "5.1.0"), ("__CRC32#", "5.2.0"),
+                              ("ORIGIN_GROUP", "5.5.0"), ("_SYS_MSG_PRIORITY_", "5.5.0"), ("__LITE_TOPIC", "5.5.0"))
+"""Keys ``STRING_HASH_SET`` gained after 5.0.0, each with the first release that has it (LIMIT-04;
+common/.../message/MessageConst.java@rocketmq-all-5.5.0 adds the last three)."""
+INVALID_PARAMETER = 29
+"""Remoting ``ResponseCode.INVALID_PARAMETER``."""
 _NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"  # as the messages quote it; checked on NAME_TABLE, not by re
 _JAVA_5X_TOPIC_PATTERN = "^[%a-zA-Z0-9_-]+$"  # Matcher.matches(): the whole name, a trailing "\n" refused
 _JAVA_5X_TOPIC_TABLE = NAME_TABLE - {"|"}
@@ -113,36 +132,80 @@ def precreated_topics(cluster: str = "DefaultCluster", broker: str = "broker-a",
 
 # ---- LIMIT-01, LIMIT-02 -------------------------------------------------------------------------
 
-def is_system_topic(topic: str) -> bool:
-    """System topic set, or a name starting with ``rmq_sys_`` (LIMIT-01)."""
-    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")
+def system_topics(version: str = versions.LATEST) -> frozenset[str]:
+    """``TopicValidator.SYSTEM_TOPIC_SET`` of a release, before a broker adds its own (LIMIT-01)."""
+    return SYSTEM_TOPICS | {t for t, since in LATER_SYSTEM_TOPICS if versions.holds(version, since=since)}
 
 
-def check_topic_client_4x(topic: str) -> None:
-    """Remoting client ``Validators.checkTopic`` (LIMIT-01): MQClientException, code -1."""
+def not_allowed_send_topics(version: str = versions.LATEST) -> frozenset[str]:
+    """``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` of a release (LIMIT-01)."""
+    return NOT_ALLOWED_SEND_TOPICS | {t for t, since in LATER_NOT_ALLOWED_SEND_TOPICS
+                                      if versions.holds(version, since=since)}
+
+
+def is_system_topic(topic: str, version: str = versions.LATEST) -> bool:
+    """The release's system topic set, or a name starting with ``rmq_sys_`` (LIMIT-01)."""
+    return topic in system_topics(version) or topic.startswith("rmq_sys_")
+
+
+def check_topic_client_4x(topic: str, version: str = versions.LATEST) -> None:
+    """Remoting client ``Validators.checkTopic``, then ``isNotAllowedSendTopic`` on the release's set (LIMIT-01):
+    MQClientException, code -1."""
     if java_is_blank(topic):
         raise RocketMQError(-1, "The specified topic is blank")
     if java_length(topic) > MAX_TOPIC_LENGTH:
         raise RocketMQError(-1, f"The specified topic is longer than topic max length {MAX_TOPIC_LENGTH}.")
     if not _legal_name(topic):
         raise RocketMQError(-1, f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
-    if topic in NOT_ALLOWED_SEND_TOPICS:
+    if topic in not_allowed_send_topics(version):
         raise RocketMQError(-1, f"Sending message to topic[{topic}] is forbidden.")
 
 
 def check_topic_broker_4x(topic: str) -> None:
-    """Broker 4.9.8 ``validateTopic``: SYSTEM_ERROR for the name, NO_PERMISSION for forbidden topics (LIMIT-01)."""
-    if java_is_blank(topic) or not _legal_name(topic) or java_length(topic) > MAX_TOPIC_LENGTH:
-        raise RocketMQError(codes.R_SYSTEM_ERROR, f"The specified topic[{topic}] is illegal")
+    """Broker 4.9.8 ``validateTopic``: SYSTEM_ERROR for the name, NO_PERMISSION for forbidden topics (LIMIT-01),
+    with ``TopicValidator``'s remarks: blank, then illegal characters, then too long
+    (common/.../topic/TopicValidator.java#TopicValidator.validateTopic@rocketmq-all-4.9.8 L103-121,
+    #TopicValidator.isNotAllowedSendTopic L143-150)."""
+    if java_is_blank(topic):
+        raise RocketMQError(codes.R_SYSTEM_ERROR, "The specified topic is blank.")
+    if not _legal_name(topic):
+        raise RocketMQError(codes.R_SYSTEM_ERROR,
+                            "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    if java_length(topic) > MAX_TOPIC_LENGTH:
+        raise RocketMQError(codes.R_SYSTEM_ERROR, "The specified topic is longer than topic max length.")
     if topic in NOT_ALLOWED_SEND_TOPICS:
         raise RocketMQError(codes.R_NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
 
 
-def check_topic_proxy(topic: str) -> None:
-    """gRPC proxy: the client rules plus no system topic -> ILLEGAL_TOPIC (40002) (LIMIT-01)."""
+def check_topic_broker(topic: str, version: str = versions.LATEST) -> None:
+    """The broker's ``AbstractSendMessageProcessor.msgCheck`` on a SEND's topic at a release (LIMIT-01):
+    ``TopicValidator.validateTopic`` (blank, then characters, then length), then the release's not-allowed set
+    (NO_PERMISSION). A bad name is SYSTEM_ERROR (1) up to 5.3.1 and INVALID_PARAMETER (29) from 5.3.2; from
+    5.5.0 a ``%RETRY%`` or ``%DLQ%`` topic may be 255 long (others 127) and the remarks name the topic
+    (common/.../topic/TopicValidator.java#TopicValidator.validateTopic@rocketmq-all-5.5.0 L116-140)."""
+    code = INVALID_PARAMETER if versions.holds(version, since="5.3.2") else codes.R_SYSTEM_ERROR
+    named = versions.holds(version, since="5.5.0")
+    if java_is_blank(topic):
+        raise RocketMQError(code, "The specified topic is blank.")
+    if not _legal_name(topic):
+        raise RocketMQError(code, (f"The specified topic: {topic}, contains" if named else "The specified topic contains")
+                            + " illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    if named and topic.startswith(("%RETRY%", "%DLQ%")):
+        if java_length(topic) > MAX_RETRY_TOPIC_LENGTH:
+            raise RocketMQError(code, f"The specified topic is DLQ or Retry topic: {topic}, and it's longer than "
+                                      f"topic max length: {MAX_RETRY_TOPIC_LENGTH}")
+    elif java_length(topic) > MAX_TOPIC_LENGTH:
+        raise RocketMQError(code, f"The specified topic: {topic}, is longer than topic max length: {MAX_TOPIC_LENGTH}"
+                            if named else "The specified topic is longer than topic max length.")
+    if topic in not_allowed_send_topics(version):
+        raise RocketMQError(codes.R_NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+
+
+def check_topic_proxy(topic: str, version: str = versions.LATEST) -> None:
+    """gRPC proxy: the client rules plus no system topic of the release -> ILLEGAL_TOPIC (40002) (LIMIT-01)."""
     if java_is_blank(topic) or java_length(topic) > MAX_TOPIC_LENGTH or not _legal_name(topic):
         raise RocketMQError(codes.ILLEGAL_TOPIC, f"topic name {topic!r} is illegal")
-    if is_system_topic(topic):
+    if is_system_topic(topic, version):
         raise RocketMQError(codes.ILLEGAL_TOPIC, f"cannot access system topic {topic}")
 
 
@@ -151,14 +214,22 @@ def java_5x_topic_valid(topic: str) -> bool:
     return bool(topic) and java_chars_in_table(topic, _JAVA_5X_TOPIC_TABLE)
 
 
+GROUP_MAX_120_SINCE = "5.5.0"
+"""``Validators.GROUP_MAX_LENGTH = 120`` (the retry and DLQ topics made of a group must fit a topic)."""
+
+
 def check_group(group: str, version: str = versions.LATEST) -> None:
-    """``Validators.checkGroup`` (LIMIT-02): not blank, at most 255 characters in every release (120 only
-    on the development branch), only ``^[%|a-zA-Z0-9_-]+$``."""
-    limit = 120 if version == versions.DEVELOP else 255
+    """``Validators.checkGroup`` (LIMIT-02): not blank, at most 255 UTF-16 units up to 5.3.3, 120 from 5.5.0
+    (and on the development branch), whose refusal names the group
+    (client/.../Validators.java#Validators.checkGroup@rocketmq-all-5.5.0 L45, L55-56), only
+    ``^[%|a-zA-Z0-9_-]+$``."""
+    short = version == versions.DEVELOP or versions.holds(version, since=GROUP_MAX_120_SINCE)
     if java_is_blank(group):
         raise RocketMQError(-1, "the specified group is blank")
-    if java_length(group) > limit:
-        raise RocketMQError(-1, f"the specified group is longer than group max length {limit}.")
+    if short and java_length(group) > 120:
+        raise RocketMQError(-1, f"the specified group[{group}] is longer than group max length: 120.")
+    if not short and java_length(group) > 255:
+        raise RocketMQError(-1, "the specified group is longer than group max length 255.")
     if not _legal_name(group):
         raise RocketMQError(-1, f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
 
@@ -231,16 +302,23 @@ def _has_control(text: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" for ch in text)
 
 
+def system_property_keys(version: str = versions.LATEST) -> frozenset[str]:
+    """``MessageConst.STRING_HASH_SET`` of a 5.x release (before 5.0.0 there is no proxy: 5.0.0's) (LIMIT-04)."""
+    return SYSTEM_PROPERTY_KEYS | {k for k, since in LATER_SYSTEM_PROPERTY_KEYS if versions.holds(version, since=since)}
+
+
 def check_properties_proxy(user_properties: Mapping[str, str], tag: str | None = None,
-                           keys: Sequence[str] = ()) -> None:
+                           keys: Sequence[str] = (), version: str = versions.LATEST) -> None:
     """gRPC proxy property rules, in ``SendMessageActivity.buildMessageProperty``'s order and with its
-    texts (the same at 5.0.0 and 5.3.3) (LIMIT-04)."""
+    texts (the same from 5.0.0 to 5.5.0); a reserved key is one of the release's ``STRING_HASH_SET``
+    (LIMIT-04)."""
     if len(user_properties) > USER_PROPERTY_MAX_NUM:
         raise RocketMQError(codes.MESSAGE_PROPERTIES_TOO_LARGE,
                             f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
+    reserved = system_property_keys(version)
     size = 0
     for key, value in user_properties.items():
-        if key in SYSTEM_PROPERTY_KEYS:
+        if key in reserved:
             raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
         if _has_control(key):
             raise RocketMQError(codes.ILLEGAL_MESSAGE_PROPERTY_KEY, "the key of property cannot contain control character")
