@@ -27,13 +27,14 @@ VENV_4X_PYTHON = ROOT / ".venv-4x" / "bin" / "python"
 DRIVER = ROOT / "drivers" / "remoting4x_driver.py"
 
 
-def driver_command(namesrv: str, time_scale: float = 1.0) -> str:
-    """The 4.x driver's command line for one name server and the server's time scale."""
+def driver_command(namesrv: str, time_scale: float = 1.0, wire_scale: float = 1.0) -> str:
+    """The 4.x driver's command line for one name server, the server's time scale and what its clients write
+    in the server's seconds (``wire_scale``: 1 for ``rmqc serve``; the time scale for a compressed release)."""
     if not VENV_4X_PYTHON.exists():
         raise NotApplicable(f"{REMOTING.text(namesrv)}: the 4.x environment is missing ({VENV_4X_PYTHON}); "
                             "make driver-4x installs it")
     return " ".join(shlex.quote(part) for part in (str(VENV_4X_PYTHON), str(DRIVER), "--namesrv", namesrv,
-                                                     "--time-scale", repr(time_scale)))
+                                                     "--time-scale", repr(time_scale), "--wire-scale", repr(wire_scale)))
 
 
 class RemotingTarget(WallDriverTarget):
@@ -50,7 +51,8 @@ class RemotingTarget(WallDriverTarget):
             scale = time_scale or RemotingAdmin(namesrv).time_scale()
         except RemotingClientError as exc:
             raise TargetError(f"{REMOTING.text(namesrv)}: unreachable: {exc}") from None
-        super().__init__(REMOTING.text(namesrv), namesrv, driver_command(namesrv, scale), profile, run_id=run_id,
+        wire_scale = time_scale or 1.0  # a release's own keys compressed its clocks: it reads wall seconds
+        super().__init__(REMOTING.text(namesrv), namesrv, driver_command(namesrv, scale, wire_scale), profile, run_id=run_id,
                          seed=seed, release=release, budget_s=budget_s)
         self.client_timer_scale = 1.0 / self.time_scale  # the C++ client's timers run on the wall clock
 

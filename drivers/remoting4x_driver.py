@@ -79,8 +79,11 @@ class Clock:
     """Spec time of the run: wall time since ``epoch`` (a ``time.monotonic`` value, shared by the relay and
     its workers: one system clock) divided by the server's time scale."""
 
-    def __init__(self, epoch: float, scale: float) -> None:
-        self.epoch, self.scale = epoch, scale
+    def __init__(self, epoch: float, scale: float, wire_scale: float = 1.0) -> None:
+        """``wire_scale``: the server's seconds per spec second in what a client writes into a message (a check
+        immunity): 1 for ``rmqc serve``, which reads them as spec time; the time scale for a real release whose
+        clocks the harness compressed through its keys."""
+        self.epoch, self.scale, self.wire_scale = epoch, scale, wire_scale
 
     def now_ms(self) -> int:
         return int((time.monotonic() - self.epoch) * 1000 / self.scale)
@@ -122,7 +125,8 @@ class Worker:
     def __init__(self, relay: "Relay", number: int, handle: str) -> None:
         self.relay, self.number, self.handle = relay, number, handle
         argv = [sys.executable, os.path.abspath(__file__), "--worker", "--namesrv", relay.namesrv,
-                "--time-scale", repr(relay.clock.scale), "--epoch", repr(relay.clock.epoch),
+                "--time-scale", repr(relay.clock.scale), "--wire-scale", repr(relay.clock.wire_scale),
+                "--epoch", repr(relay.clock.epoch),
                 "--ask-base", str(number * ASKS_PER_WORKER)]
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         self.lock = threading.Lock()
@@ -334,7 +338,8 @@ class WorkerClient:
         for k, v in (o.get("properties") or {}).items():
             message.set_property(k, v)
         if o.get("immunity_seconds") is not None:  # MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
-            message.set_property("CHECK_IMMUNITY_TIME_IN_SECONDS", str(int(o["immunity_seconds"])))
+            message.set_property("CHECK_IMMUNITY_TIME_IN_SECONDS",
+                                 str(int(round(o["immunity_seconds"] * self.clock.wire_scale))))
         return message, o
 
     def cmd_send(self, m: dict[str, Any]) -> dict[str, Any]:
@@ -408,11 +413,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--namesrv", default="127.0.0.1:9876")
     parser.add_argument("--time-scale", type=float, default=1.0, help="the server's wall seconds per spec second")
+    parser.add_argument("--wire-scale", type=float, default=1.0,
+                        help="the server's seconds per spec second in message properties (1: rmqc serve)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--epoch", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--ask-base", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    clock = Clock(time.monotonic() if args.epoch is None else args.epoch, args.time_scale)
+    clock = Clock(time.monotonic() if args.epoch is None else args.epoch, args.time_scale, args.wire_scale)
     try:
         library_check()
         if args.worker:

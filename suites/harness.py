@@ -53,6 +53,17 @@ def fit_to_target(target: Target, scenario: Scenario) -> Scenario:
     return scenario
 
 
+def batch_unpredictable(scenario: Scenario) -> NotApplicable | None:
+    """SDK-CPP-09: the C++ client answers for a whole pull batch, so where two messages may share a pull and one
+    fails, which messages the listener sees depends on how the pulls fell; the model hands out one message per
+    consume and cannot predict that. Such a scenario is out of reach for the C++ client."""
+    if scenario.sdk == CPP_SDK and scenario.consumer == "push4x-concurrent" and len(scenario.messages) > 1 \
+            and any(p.failures for p in scenario.messages):
+        return NotApplicable("SDK-CPP-09: the C++ client answers for a whole pull batch; with two messages and a "
+                             "failure, which ones its listener sees depends on how the pulls fell")
+    return None
+
+
 def expected_duration_ms(scenario: Scenario, client_timer_scale: float = 1.0, oracle: Oracle | None = None) -> int:
     """Spec time the longest ladder of the scenario takes, by the oracle, plus its longest wait once more
     (the wait after the last failure, before the dead letter)."""
@@ -73,6 +84,9 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
     factor = target.client_timer_scale
     oracle = oracle_for(target)
     try:
+        unpredictable = batch_unpredictable(scenario)
+        if unpredictable:
+            raise unpredictable
         target.require_duration(expected_duration_ms(scenario, factor, oracle))
         observed = lives(run_scenario(target, scenario), scenario.group)
     except NotApplicable as exc:  # this example only: another may be within the target's reach
@@ -133,6 +147,9 @@ def run_compared(make_target: Callable[..., Target], reference_for: Callable[...
     target = make_target(scenario.profile)
     scenario = fit_to_target(target, scenario)
     try:
+        unpredictable = batch_unpredictable(scenario)
+        if unpredictable:
+            raise unpredictable
         target.require_duration(expected_duration_ms(scenario, target.client_timer_scale, oracle_for(target)))
         seen = run_scenario(target, scenario)
     except NotApplicable as exc:

@@ -16,7 +16,7 @@ from suites.scenario import MessagePlan, Scenario
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("RETRY-CONC-01", "RETRY-CONC-03", "RETRY-CONC-04", "RETRY-CONC-05", "RETRY-CONC-06",
                   "RETRY-CONC-07", "RETRY-CONC-09", "RETRY-CONC-10", "DELAY-04", "DELAY-05", "DELAY-06", "ALLOC-01",
-                  "SDK-CPP-01")
+                  "SDK-CPP-01", "SDK-CPP-09")
 @given(scenario=strategies.concurrent_4x())
 def test_concurrent_4x_retry_ladder(make_target, reference_for, scenario: Scenario) -> None:
     """A failing message comes back after level 3 + rt, from %RETRY%group, until rt reaches max, then DLQ."""

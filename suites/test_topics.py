@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from adapters.base import TargetError
 from history.outcomes import NotApplicable
 from history.values import ListenerOutcome
 from reference_impl.rules.codes import RocketMQError
@@ -15,7 +16,11 @@ from suites.checks import require
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("TOPIC-02")
 def test_unknown_topic_is_auto_created_with_four_queues(target):
-    target.create_topic("TBW102", read_queues=8, write_queues=8, perm=7)
+    try:
+        target.create_topic("TBW102", read_queues=8, write_queues=8, perm=7)
+    except TargetError as exc:  # a real broker makes its own TBW102 at start and refuses to redefine a system topic
+        if "system topic" not in str(exc):
+            raise
     result = target.producer().send("Fresh", b"x", key="k")
     require(result.status == "SEND_OK", "TOPIC-02", f"send to a new topic: {result}")
     queues = {m["queue_id"] for m in target.stored_messages("Fresh")}

@@ -7,8 +7,12 @@
   consumed again locally 1 s later with reconsume times + 1 (Java: republish, then 5 s).
 - SDK-CPP-03: an orderly ``RECONSUME_LATER`` is retried locally, 1 s later while reconsume times is at most 15
   and 5 s later after that, for ever: the orderly path never checks a maximum and never dead-letters.
+- SDK-CPP-09: a concurrent consumer's listener answers for the whole pull batch: the first failure sends every
+  message of the batch back, the ones after it unseen.
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 from history.values import CPP_4X_SDK
 
@@ -109,3 +113,14 @@ def check_body(body_length: int, max_message_size: int = MAX_MESSAGE_SIZE) -> st
     if body_length > max_message_size:
         return f"the message body size over max value, MAX: {max_message_size}"
     return None
+
+
+def concurrent_batch(answers: Sequence[bool]) -> tuple[int, tuple[int, ...]]:
+    """SDK-CPP-09: a concurrent push consumer consumes what one pull brought as one batch. The C API's listener
+    (``MessageListenerInner::consumeMessage``) hands the callback one message at a time and stops at the first
+    that fails; ``ConsumeMessageConcurrentlyService::ConsumeRequest`` then sends the whole batch back
+    (``ackIndex`` -1). ``answers``: what the callback would answer for each message of the batch, in order.
+    Returns how many messages the callback saw and the indexes sent back."""
+    seen = next((i + 1 for i, ok in enumerate(answers) if not ok), len(answers))
+    failed = seen < len(answers) or (bool(answers) and not answers[-1])
+    return seen, tuple(range(len(answers))) if failed else ()

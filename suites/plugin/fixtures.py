@@ -54,6 +54,10 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
                             "clock": "virtual" if "clock.virtual" in target.capabilities else "wall"}
             if getattr(target, "release_record", None):  # a real release: the keys it was started with
                 state.timing["release"] = target.release_record
+            from hypothesis import Phase, settings
+
+            state.timing["properties"] = {"examples": settings.default.max_examples,
+                                          "shrink": Phase.shrink in settings.default.phases}
         return target
 
     yield make
