@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from spec import versions
 
@@ -81,7 +81,8 @@ def pom_text(release: str, components: tuple[str, ...]) -> str:
             f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
 
 
-_NOT_FOUND = re.compile(r"(?:Could not find artifact|Failure to find) org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):")
+_NOT_FOUND = re.compile(r"(?:(?:Could not find artifact|Failure to find) org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):"
+                        r"|org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):\S+ was not found in)")
 _UNREACHABLE = re.compile(r"(Could not transfer artifact[^\n]*|Unknown host[^\n]*|Connection refused[^\n]*|"
                           r"Network is unreachable[^\n]*|connect timed out[^\n]*)")
 
@@ -89,7 +90,7 @@ _UNREACHABLE = re.compile(r"(Could not transfer artifact[^\n]*|Unknown host[^\n]
 def missing_component(maven_output: str) -> str | None:
     """The component whose artifact the registry said it does not have, if that is why Maven failed."""
     m = _NOT_FOUND.search(maven_output)
-    return m.group(1) if m else None
+    return (m.group(1) or m.group(2)) if m else None
 
 
 def _tool(name: str) -> str:
@@ -100,18 +101,20 @@ def _tool(name: str) -> str:
     return path
 
 
-def resolve(release: str, progress: Callable[[str], None] = lambda line: None) -> ReleaseJars:
-    """The release's jars, from the cache or from Maven Central (``progress`` gets a line while it downloads)."""
-    versions.key(release)  # a malformed version is a ValueError before anything is asked of Maven
-    folder = cache_root() / release
+def copy_artifacts(folder: Path, release: str, wanted: Sequence[str], required: Sequence[str] = (),
+                   progress: Callable[[str], None] = lambda line: None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Maven copies ``rocketmq-<name>`` for each of ``wanted`` at ``release``, with their runtime dependencies,
+    into ``folder/lib`` (a generated POM in ``folder``), once: a finished copy is recorded in
+    ``folder/complete.json``. An artifact the registry does not serve is dropped with that reason, unless it is
+    ``required`` (then ``ReleaseUnavailable``); so is anything else Maven cannot do, in one line. Returns what
+    was copied and what is missing, with why."""
     done = folder / "complete.json"
     if done.exists():
         record = json.loads(done.read_text())
-        return ReleaseJars(release, folder / "lib", tuple(record["components"]), dict(record["missing"]))
+        return tuple(record.get("components") or record.get("artifacts") or ()), dict(record["missing"])
     _tool("java")
     mvn = _tool("mvn")
-    components = list(wanted_components(release))
-    missing: dict[str, str] = {}
+    components, missing = list(wanted), {}
     while components:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pom.xml").write_text(pom_text(release, tuple(components)))
@@ -131,19 +134,28 @@ def resolve(release: str, progress: Callable[[str], None] = lambda line: None) -
         if run.returncode == 0:
             break
         gone = missing_component(output)
-        if gone and gone in components and gone != "namesrv" and gone != "broker":
+        if gone in required:
+            raise ReleaseUnavailable(f"RocketMQ {release} cannot run here: Maven Central does not serve "
+                                     f"{GROUP}:{artifact(str(gone))}:{release}")
+        if gone and gone in components:
             missing[gone] = f"Maven Central does not serve {GROUP}:{artifact(gone)}:{release}"
             components.remove(gone)
             continue
-        if gone in ("namesrv", "broker"):
-            raise ReleaseUnavailable(f"RocketMQ {release} cannot run here: Maven Central does not serve "
-                                     f"{GROUP}:{artifact(gone)}:{release}")
         reason = _UNREACHABLE.search(output)
         last = reason.group(1) if reason else (output.strip().splitlines() or ["(no output)"])[-1]
         raise ReleaseUnavailable(f"RocketMQ {release}: Maven could not resolve the jars: {last.strip()[:300]}")
     done.write_text(json.dumps({"components": components, "missing": missing}, indent=2))
-    return ReleaseJars(release, folder / "lib", tuple(components), missing)
+    return tuple(components), missing
+
+
+def resolve(release: str, progress: Callable[[str], None] = lambda line: None) -> ReleaseJars:
+    """The release's server jars, from the cache or from Maven Central (``progress`` gets a line while it
+    downloads); the name server and the broker are required, the proxy is not."""
+    versions.key(release)  # a malformed version is a ValueError before anything is asked of Maven
+    folder = cache_root() / release
+    components, missing = copy_artifacts(folder, release, wanted_components(release), ("namesrv", "broker"), progress)
+    return ReleaseJars(release, folder / "lib", components, missing)
 
 
 __all__ = ["ReleaseJars", "ReleaseUnavailable", "resolve", "cache_root", "wanted_components", "pom_text",
-           "missing_component", "MAIN_CLASSES"]
+           "missing_component", "copy_artifacts", "MAIN_CLASSES"]

@@ -1020,6 +1020,7 @@ NOT_CHECKED: dict[str, str] = {
                           "consumer ids a running name server and broker hand it",
     "cpp4x.orderly_retry_delay_ms": CPP,
     "cpp4x.send_attempts": CPP,
+    "cpp4x.concurrent_batch": CPP,
     "delay.restore_from_schedule": "needs a message as a running store decodes it (hosts, timestamps, flags): "
                                    "ScheduleMessageService.messageTimeup is reached only from the delivery task",
     "delay.route_timer_message": "needs a started broker: HookUtils.handleScheduleMessage reads the broker's timer "

@@ -17,7 +17,6 @@ import atexit
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
@@ -25,18 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.release_jars import ReleaseUnavailable, copy_artifacts
 from history.outcomes import NotApplicable
 from spec import versions
 
-GROUP = "org.apache.rocketmq"
 CACHE_ENV = "RMQC_ORACLE_CACHE"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
-RESOLVE_TIMEOUT_S = 900.0
 SOURCE = Path(__file__).parent / "java" / "ReleaseOracle.java"
 ARTIFACTS = ("common", "remoting", "client", "filter", "store", "broker", "proxy")
 """The modules whose classes the rules model (``rocketmq-<name>``); ``proxy`` exists from 5.0.0."""
-_NOT_FOUND = re.compile(r"(?:(?:Could not find artifact|Failure to find) org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):"
-                        r"|org\.apache\.rocketmq:rocketmq-(\w+):(?:pom|jar):\S+ was not found in)")
 
 
 def cache_root() -> Path:
@@ -45,15 +40,6 @@ def cache_root() -> Path:
 
 def wanted(release: str) -> tuple[str, ...]:
     return ARTIFACTS if versions.key(release) >= versions.key("5.0.0") else ARTIFACTS[:-1]
-
-
-def pom_text(release: str, artifacts: tuple[str, ...]) -> str:
-    """The generated POM: the release's artifacts as dependencies (nothing built)."""
-    deps = "".join(f"<dependency><groupId>{GROUP}</groupId><artifactId>rocketmq-{a}</artifactId>"
-                   f"<version>{release}</version></dependency>" for a in artifacts)
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
-            f"<groupId>rmqc.oracle</groupId><artifactId>oracle-{release}</artifactId><version>1</version>"
-            f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
 
 
 @dataclass(frozen=True)
@@ -66,8 +52,8 @@ class Release:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-class Unavailable(Exception):
-    """The oracle cannot run on this machine (no Java, no Maven, the registry unreachable): one line."""
+Unavailable = ReleaseUnavailable
+"""The oracle cannot run on this machine (no Java, no Maven, the registry unreachable): one line."""
 
 
 def _tool(name: str) -> str:
@@ -78,41 +64,15 @@ def _tool(name: str) -> str:
 
 
 def resolve(release: str, offline: bool = False) -> Release:
-    """The release's jars from the cache, else from Maven Central (``offline``: the cache only)."""
+    """The release's jars from the cache, else from Maven Central (``offline``: the cache only), resolved as the
+    release target resolves its server (``adapters.release_jars.copy_artifacts``)."""
     folder = cache_root() / release
-    done = folder / "complete.json"
-    if done.exists():
-        record = json.loads(done.read_text())
-        return Release(release, folder / "lib", tuple(record["artifacts"]), dict(record["missing"]))
-    if offline:
+    if offline and not (folder / "complete.json").exists():
         raise Unavailable(f"the jars of RocketMQ {release} are not in {folder} (run `make oracle`)")
-    mvn = _tool("mvn")
-    artifacts = list(wanted(release))
-    missing: dict[str, str] = {} if "proxy" in artifacts else {"proxy": "the proxy exists from 5.0.0"}
-    while artifacts:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "pom.xml").write_text(pom_text(release, tuple(artifacts)))
-        lib = folder / "lib"
-        shutil.rmtree(lib, ignore_errors=True)
-        try:
-            run = subprocess.run([mvn, "-B", "-q", "-f", str(folder / "pom.xml"),
-                                  f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={lib}",
-                                  "-DincludeScope=runtime"], capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise Unavailable(f"RocketMQ {release}: Maven did not resolve the jars in {RESOLVE_TIMEOUT_S:.0f} s") from None
-        if run.returncode == 0:
-            break
-        output = run.stdout + run.stderr
-        m = _NOT_FOUND.search(output)
-        gone = m and (m.group(1) or m.group(2))
-        if gone and gone in artifacts:
-            missing[gone] = f"Maven Central does not serve {GROUP}:rocketmq-{gone}:{release}"
-            artifacts.remove(gone)
-            continue
-        last = (output.strip().splitlines() or ["(no output)"])[-1]
-        raise Unavailable(f"RocketMQ {release}: Maven could not resolve the jars: {last.strip()[:300]}")
-    done.write_text(json.dumps({"artifacts": artifacts, "missing": missing}, indent=2))
-    return Release(release, folder / "lib", tuple(artifacts), missing)
+    artifacts, missing = copy_artifacts(folder, release, wanted(release))
+    if "proxy" not in wanted(release):
+        missing = {**missing, "proxy": "the proxy exists from 5.0.0"}
+    return Release(release, folder / "lib", artifacts, missing)
 
 
 def compiled() -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters import release_jars
 from history.outcomes import NotApplicable
 from spec.coverage import ID_PATTERN
 from spec.loader import default_spec
@@ -55,7 +56,7 @@ def test_without_java_the_oracle_is_not_applicable(monkeypatch, tmp_path) -> Non
     monkeypatch.setattr(release_oracle.shutil, "which", lambda name: None)
     release_oracle._JVMS.pop("0.0.1", None)
     try:
-        with pytest.raises(NotApplicable, match="mvn is not installed"):
+        with pytest.raises(NotApplicable, match="java is not installed"):
             release_oracle.jvm("0.0.1")
     finally:
         release_oracle._JVMS.pop("0.0.1", None)
@@ -75,8 +76,7 @@ def test_without_the_jars_offline_the_oracle_is_not_applicable(monkeypatch, tmp_
 def test_a_missing_artifact_is_recorded_with_its_reason() -> None:
     output = ("[ERROR] Failed to execute goal on project oracle-4.9.8: Could not resolve dependencies: "
               "org.apache.rocketmq:rocketmq-broker:jar:4.9.8 was not found in https://repo.maven.apache.org/maven2")
-    m = release_oracle._NOT_FOUND.search(output)
-    assert m and (m.group(1) or m.group(2)) == "broker"
+    assert release_jars.missing_component(output) == "broker"
 
 
 @pytest.mark.parametrize("rule", sorted(CITING))
