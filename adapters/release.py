@@ -106,13 +106,19 @@ def shared_cluster(release: str) -> ReleaseCluster:
     return _CLUSTERS[key]
 
 
-def _timing_record(cluster: ReleaseCluster) -> dict[str, Any]:
-    """What the run summary records of a release target: every key set, the levels the broker parses."""
+def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
+    """Name ``target`` after the release, and give it what the run summary records (every key set, the levels
+    and ladder the release then has, what no key compresses) and what the suites judge it by."""
     plan = cluster.plan
-    return {"release": plan.release, "keys": plan.keys_set(), "effective_delay_levels_ms": plan.effective_delay_levels_ms(),
-            "effective_retry_ladder_ms": plan.effective_ladder_ms() if plan.with_proxy else [],
-            "wall_fixed_ms": plan.wall_fixed_ms(), "home": str(plan.home), "start_s": round(cluster.started_s or 0, 1),
-            "missing": dict(cluster.jars.missing)}
+    target.name = RELEASE.text(plan.release)
+    target.version = plan.release
+    target.broker_timing = plan.broker_timing()
+    target.release_record = {
+        "release": plan.release, "keys": plan.keys_set(), "effective_delay_levels_ms": plan.effective_delay_levels_ms(),
+        "effective_retry_ladder_ms": plan.effective_ladder_ms() if plan.with_proxy else [],
+        "wall_fixed_ms": plan.wall_fixed_ms(), "home": str(plan.home), "start_s": round(cluster.started_s or 0, 1),
+        "missing": dict(cluster.jars.missing)}
+    return target
 
 
 def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
@@ -141,13 +147,8 @@ def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -
                 self.configure_group(group, courtesy=True)
 
     options.pop("namesrv", None)
-    target = ReleaseGrpcTarget(plan.grpc_address, profile, time_scale=plan.time_scale,
-                               namesrv=plan.namesrv_address, **options)
-    target.name = RELEASE.text(plan.release)
-    target.version = plan.release
-    target.release_record = _timing_record(cluster)
-    target.broker_timing = plan.broker_timing()
-    return target
+    return _as_release(ReleaseGrpcTarget(plan.grpc_address, profile, time_scale=plan.time_scale,
+                                         namesrv=plan.namesrv_address, **options), cluster)
 
 
 def release_remoting_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
@@ -155,12 +156,8 @@ def release_remoting_target(cluster: ReleaseCluster, profile: str, **options: An
     from .remoting4x import RemotingTarget
 
     options.pop("namesrv", None)
-    target = RemotingTarget(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale, **options)
-    target.name = RELEASE.text(cluster.plan.release)
-    target.version = cluster.plan.release
-    target.release_record = _timing_record(cluster)
-    target.broker_timing = cluster.plan.broker_timing()
-    return target
+    return _as_release(RemotingTarget(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale,
+                                      **options), cluster)
 
 
 def build(address: str, profile: str, **options: Any) -> Any:
