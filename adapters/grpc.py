@@ -12,6 +12,7 @@ long-lived proxy never see each other's messages; events carry the names the sui
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import itertools
 import logging
@@ -692,8 +693,15 @@ class GrpcSimpleConsumer:
             views.append(view)
         return views
 
+    def _with_handle(self, view: MessageView) -> Any:
+        """The SDK's message carrying the view's own receipt handle: the SDK moves a message object on to the
+        handle a change of invisible time returned, while a caller may hold on to the old one (RETRY-5X-09)."""
+        message = copy.copy(self._messages[view.receipt_handle])  # type: ignore[index]
+        message.receipt_handle = view.receipt_handle
+        return message
+
     def ack(self, view: MessageView) -> int:
-        message = self._messages[view.receipt_handle]  # type: ignore[index]
+        message = self._with_handle(view)
         try:
             self.consumer.ack(message)
         except Exception as exc:
@@ -710,7 +718,7 @@ class GrpcSimpleConsumer:
             self._messages.popitem(last=False)
 
     def change_invisible_duration(self, view: MessageView, invisible_ms: int) -> tuple[int, str | None]:
-        message = self._messages[view.receipt_handle]  # type: ignore[index]
+        message = self._with_handle(view)
         seconds = self.target.wire_seconds(invisible_ms)
         try:
             self.consumer.change_invisible_duration(message, seconds)

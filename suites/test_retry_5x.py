@@ -105,3 +105,33 @@ def test_simple_consumer_ack_and_change_invisible(target):
     target.advance(60_000)
     require(consumer.receive(16, invisible_ms=30_000) == [], "RETRY-5X-06", "acked message came back")
     require(consumer.ack(again) == 40013, "RETRY-5X-09", "an ack of an expired handle must be INVALID_RECEIPT_HANDLE")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-09")
+def test_the_handle_a_change_of_invisible_time_replaced(target):
+    """After a change of invisible time the old handle is still taken until its own invisible time ends: an ack
+    with it is OK and does nothing (the message comes back after the new time, and the new handle acks it);
+    after the old time it is INVALID_RECEIPT_HANDLE."""
+    target.create_topic("T")
+    consumer = target.simple_consumer_5x("G", "T")
+    target.producer().send("T", b"x", key="h")
+    (view,) = consumer.receive(16, invisible_ms=60_000)
+    old_until = target.now_ms() + 60_000
+    code, new = consumer.change_invisible_duration(view, 10_000)
+    require(code == 20000 and new and new != view.receipt_handle, "RETRY-5X-09", f"change answered {code}")
+    require(consumer.ack(view) == 20000, "RETRY-5X-09",
+            "an ack with the replaced handle before its own invisible time ends is OK")
+    earliest, latest = lateness_of(target)
+    target.advance(10_000 + earliest)
+    received = consumer.receive(16, invisible_ms=60_000)
+    for _ in range((latest - earliest) // 1000 + 1):  # bounded by the spec's window
+        if received:
+            break
+        target.advance(1000)
+        received = consumer.receive(16, invisible_ms=60_000)
+    require([v.delivery_attempt for v in received] == [2], "RETRY-5X-09",
+            f"the old handle's ack must do nothing: the message comes back after the new time; got {received}")
+    require(consumer.ack(received[0]) == 20000, "RETRY-5X-09", "the new delivery's ack refused")
+    target.advance(max(0, old_until + 1000 - target.now_ms()))  # past the old handle's own invisible time
+    require(consumer.ack(view) == 40013, "RETRY-5X-09", "the replaced handle after its own time must be 40013")

@@ -531,6 +531,10 @@ class Broker:
         flight = self.in_flight.pop(receipt, None)
         if flight is None:
             return codes.INVALID_RECEIPT_HANDLE, None
+        if not flight.fifo:
+            # RETRY-5X-09: the change acked the checkpoint the old handle names; until its own invisible time ends
+            # the proxy still takes it, and an ack with it is OK and does nothing
+            self._remember_ack(receipt, flight.visible_at)
         flight.auto_renew = False
         flight.visible_at = self.sim.clock.now_ms + invisible_ms
         flight.receipt = self._new_receipt()
