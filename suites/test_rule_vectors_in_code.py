@@ -471,14 +471,18 @@ def test_node_message_type_numbers_are_the_protocols():
 
 @pytest.mark.spec("LIMIT-01", "LIMIT-02")
 def test_name_lengths_at_their_limits():
-    """127 characters for a topic, 255 for a group: the limit itself passes, one more is refused."""
+    """127 characters for a topic; 255 for a group up to 5.3.3, 120 from 5.5.0: the limit itself passes, one more
+    is refused."""
     for check in (v.check_topic_client_4x, v.check_topic_broker_4x, v.check_topic_proxy):
         check("t" * 127)
         with pytest.raises(RocketMQError):
             check("t" * 128)
-    v.check_group("g" * 255)
+    v.check_group("g" * 255, "5.3.3")
     with pytest.raises(RocketMQError, match="longer than group max length 255"):
-        v.check_group("g" * 256)
+        v.check_group("g" * 256, "5.3.3")
+    v.check_group("g" * 120, "5.5.0")
+    with pytest.raises(RocketMQError, match=r"longer than group max length: 120\.$"):
+        v.check_group("g" * 121, "5.5.0")
 
 
 @pytest.mark.spec("LIMIT-04")

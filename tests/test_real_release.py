@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from adapters import release_jars
+from history.profiles import GRPC_5X, REMOTING_4X
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWEST = "5.5.0"
@@ -56,7 +57,7 @@ def test_the_newest_release_passes_its_gate_through_both_sdks(tmp_path):
     assert run.returncode == 0 and gate["passed"], (
         f"unexpected failures {gate['unexpected_failures']}, unexpected passes {gate['unexpected_passes']}\n"
         + run.stdout[-4000:] + run.stderr[-2000:])
-    assert set(summary["profiles"]) == {"grpc-5.x", "remoting-4.x"}
+    assert set(summary["profiles"]) == {GRPC_5X, REMOTING_4X}
     assert counts.get("pass", 0) >= 20  # a gate that checked next to nothing would pass too
     release = summary["timing"]["release"]
     assert release["release"] == NEWEST and release["keys"]["broker"]["transactionCheckInterval"] > 0
@@ -71,7 +72,7 @@ def test_a_release_started_with_a_changed_key_turns_the_gate_red_naming_the_beha
     conf.write_text("# a broker that scans for revivals every 20 s instead of every 200 ms\nreviveInterval=20000\n")
     budget = 90
     started = time.monotonic()
-    run = _rmqc_run(tmp_path / "run", "--target", f"release:{NEWEST}", "--profile", "grpc-5.x", "-k",
+    run = _rmqc_run(tmp_path / "run", "--target", f"release:{NEWEST}", "--profile", GRPC_5X, "-k",
                     "test_push_5x_nack_ladder", "--expectations", str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"),
                     "--budget", str(budget), "--pytest-arg=--durations=0",
                     env={"RMQC_RELEASE_BROKER_CONF": str(conf)}, timeout_s=900)
