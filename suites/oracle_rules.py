@@ -19,11 +19,13 @@ from hypothesis import strategies as st
 
 from spec import versions
 
-from reference_impl.rules import (allocation, codes, delay, filter as tag_filter, java_semantics, message_id,
-                                  primitives, remoting, retry4x, retry5x, storage, topic_types, validation)
+from reference_impl.rules import (allocation, codes, delay, filter as tag_filter, java_semantics, javacc, message_id,
+                                  primitives, queue_selection, remoting, retry4x, retry5x, sql92, storage,
+                                  topic_types, validation)
 from reference_impl.rules.codes import RocketMQError
 from reference_impl.rules.primitives import java_string_hash, to_int32
 from suites import java_edges as edges
+from suites import sql_oracle
 from suites.release_oracle import Answer, Jvm, jbytes, jint, jlist, jlong
 
 STRING = "java.lang.String"
@@ -996,6 +998,268 @@ def _check_interval_ms(jvm: Jvm, release: str, _: None) -> tuple:
     return rule_outcome(transaction.check_interval_ms, release), java_outcome(theirs)
 
 
+# ---- issue 35, third round: routes, latency, retry codes, the proxy's code map, the SQL92 parser ------------------
+
+ROUTE = ("org.apache.rocketmq.remoting.protocol.route.", "org.apache.rocketmq.common.protocol.route.")
+CLIENT_INSTANCE = "org.apache.rocketmq.client.impl.factory.MQClientInstance"
+BROKER_NAMES = st.sampled_from(["a", "b", "B", "", "b\n", "\u00e9", "\uff17", "\U0001F600", "\ud800", "b0", "a b"])
+QUEUE_NUMS = st.one_of(st.integers(-1, 4), st.sampled_from([edges.INT_MIN, -2]))
+PERMS = st.one_of(st.integers(0, 7), st.sampled_from([edges.INT_MIN, -1, 8, 10]))
+ROUTES = st.tuples(
+    st.lists(st.tuples(BROKER_NAMES, QUEUE_NUMS, QUEUE_NUMS, PERMS), max_size=5),
+    st.frozensets(BROKER_NAMES, max_size=6),  # the brokers whose BrokerData has a master (id 0)
+    st.frozensets(BROKER_NAMES, max_size=6))  # the brokers with no BrokerData at all
+SORTED_ROUTES = st.permutations(["\uff17", "\U0001F600", "\ue000", "a", "\u00e9"]).map(
+    lambda names: ([(n, 1, 1, 6) for n in names], frozenset(names), frozenset()))
+"""Writable routes whose broker names order differently by UTF-16 unit and by code point."""
+ORDER_CONF = st.one_of(st.none(), st.lists(st.sampled_from(["b", ":", ";", "2", "0", "-1", "x", " 1", "\u0663", "",
+                                                            "2147483648", "1:", "a:3"]), max_size=6).map("".join))
+
+
+def _java_route(jvm: Jvm, example: tuple, order_conf: str | None = None) -> tuple[dict, list]:
+    """A ``TopicRouteData`` made without its constructor, and the rule's ``QueueData`` list for it."""
+    datas, masters, absent = example
+    route_pkg = jvm.resolve_class(tuple(p + "TopicRouteData" for p in ROUTE)).rsplit(".", 1)[0] + "."
+    qds = [{"alloc": route_pkg + "QueueData", "set": {"brokerName": name, "readQueueNums": jint(r),
+                                                      "writeQueueNums": jint(w), "perm": jint(p)}}
+           for name, r, w, p in datas]
+    names = list(dict.fromkeys(name for name, *_ in datas))
+    bds = [{"alloc": route_pkg + "BrokerData", "set": {"brokerName": name, "brokerAddrs": {
+        "map": [[jlong(0 if name in masters else 1), "127.0.0.1:10911"]]}}} for name in names if name not in absent]
+    route = {"alloc": route_pkg + "TopicRouteData", "set": {"orderTopicConf": order_conf, "queueDatas": jlist(qds),
+                                                           "brokerDatas": jlist(bds)}}
+    ours = [queue_selection.QueueData(name, r, w, p, name in masters and name not in absent) for name, r, w, p in datas]
+    return route, ours
+
+
+def _queue_strings(queues: list) -> list[str]:
+    return [f"MessageQueue [topic={q.topic}, brokerName={q.broker_name}, queueId={q.queue_id}]" for q in queues]
+
+
+@check("queue_selection.publish_queues", "QSEL-03",
+       "client/src/main/java/org/apache/rocketmq/client/impl/factory/MQClientInstance.java"
+       "#MQClientInstance.topicRouteData2TopicPublishInfo", "client",
+       st.one_of(st.tuples(ROUTES, ORDER_CONF), st.tuples(SORTED_ROUTES, st.none())))
+def _publish_queues(jvm: Jvm, release: str, example: tuple) -> tuple:
+    routes, order_conf = example
+    route, qds = _java_route(jvm, routes, order_conf)
+    theirs = java_outcome(jvm.call(CLIENT_INSTANCE, "topicRouteData2TopicPublishInfo", "T", route,
+                                   types=(STRING, jvm.resolve_class(tuple(p + "TopicRouteData" for p in ROUTE))),
+                                   read=("getMessageQueueList",)))
+    theirs = ("ok", [q["string"] for q in theirs[1]["getMessageQueueList"]]) if theirs[0] == "ok" else theirs[:2]
+    ours = rule_outcome(queue_selection.publish_queues, "T", qds, order_conf)
+    # the rule's ValueError stands for Integer.parseInt's NumberFormatException
+    ours = ("ok", _queue_strings(ours[1])) if ours[0] == "ok" else \
+        ("raise", {"ValueError": "NumberFormatException"}.get(ours[1], ours[1]))
+    return ours, theirs
+
+
+@check("queue_selection.subscribe_queues", "QSEL-03",
+       "client/src/main/java/org/apache/rocketmq/client/impl/factory/MQClientInstance.java"
+       "#MQClientInstance.topicRouteData2TopicSubscribeInfo", "client", ROUTES)
+def _subscribe_queues(jvm: Jvm, release: str, example: tuple) -> tuple:
+    route, qds = _java_route(jvm, example)
+    theirs = java_outcome(jvm.call(CLIENT_INSTANCE, "topicRouteData2TopicSubscribeInfo", "T", route,
+                                   types=(STRING, jvm.resolve_class(tuple(p + "TopicRouteData" for p in ROUTE)))))
+    theirs = ("ok", sorted(q["string"] for q in theirs[1])) if theirs[0] == "ok" else theirs[:2]
+    ours = rule_outcome(queue_selection.subscribe_queues, "T", qds)
+    ours = ("ok", sorted(set(_queue_strings(ours[1])))) if ours[0] == "ok" else ours[:2]
+    return ours, theirs
+
+
+FAULT = "org.apache.rocketmq.client.latency."
+LATENCY_STEPS = (50, 100, 550, 1000, 1800, 2000, 3000, 5000, 10000, 15000, 30000)
+
+
+@check("queue_selection.not_available_duration", "SEND-4X-06",
+       "client/src/main/java/org/apache/rocketmq/client/latency/MQFaultStrategy.java"
+       "#MQFaultStrategy.computeNotAvailableDuration", "client",
+       st.one_of(edges.longs(), st.sampled_from(LATENCY_STEPS).flatmap(lambda n: st.sampled_from([n - 1, n, n + 1]))))
+def _not_available_duration(jvm: Jvm, release: str, latency: int) -> tuple:
+    if versions.holds(release, since="5.1.4"):  # 5.1.4 builds it from a client config, a resolver and a detector
+        strategy = {"new": FAULT + "MQFaultStrategy",
+                    "types": ["org.apache.rocketmq.client.ClientConfig", FAULT + "Resolver", FAULT + "ServiceDetector"],
+                    "args": [{"new": "org.apache.rocketmq.client.ClientConfig"}, None, None]}
+    else:
+        strategy = {"new": FAULT + "MQFaultStrategy"}
+    theirs = jvm.call(FAULT + "MQFaultStrategy", "computeNotAvailableDuration", jlong(latency), types=("long",),
+                      target=strategy)
+    return rule_outcome(queue_selection.not_available_duration, latency, release), java_outcome(theirs)
+
+
+RESPONSE_CODES = st.one_of(st.integers(-2, 30), st.sampled_from([200, 201, 204, 205, 206, 207, 208, 209, 210, 211,
+                                                                  10001, 10002, 10003, 10004, 10005, 10006, 10007,
+                                                                  215, 254, 2022, 2023, 2024]), edges.ints32())
+
+
+@check("send.retry_response_codes", "SEND-4X-03",
+       "client/src/main/java/org/apache/rocketmq/client/producer/DefaultMQProducer.java"
+       "#DefaultMQProducer.getRetryResponseCodes", "client", RESPONSE_CODES)
+def _retry_response_codes(jvm: Jvm, release: str, code: int) -> tuple:
+    from reference_impl.rules import send
+
+    producer = "org.apache.rocketmq.client.producer.DefaultMQProducer"
+    theirs = java_outcome(jvm.call(producer, "getRetryResponseCodes", target={"new": producer}))
+    ours = rule_outcome(send.retry_response_codes, release)
+    return ((ours[0], sorted(ours[1]), code in ours[1]) if ours[0] == "ok" else ours,
+            (theirs[0], sorted(theirs[1]), code in theirs[1]) if theirs[0] == "ok" else theirs)
+
+
+@check("send.grpc_code_for_remoting", "SEND-5X-03",
+       "proxy/src/main/java/org/apache/rocketmq/proxy/grpc/v2/common/ResponseBuilder.java#ResponseBuilder.buildCode",
+       "proxy", RESPONSE_CODES, since="5.0.0")
+def _grpc_code_for_remoting(jvm: Jvm, release: str, code: int) -> tuple:
+    from reference_impl.rules import send
+
+    builder = "org.apache.rocketmq.proxy.grpc.v2.common.ResponseBuilder"
+    built = {"call": {"class": builder, "method": "buildCode", "types": ["int"], "args": [jint(code)],
+                      "target": {"call": {"class": builder, "method": "getInstance"}}}}
+    theirs = jvm.call("apache.rocketmq.v2.Code", "getNumber", target=built)
+    return rule_outcome(send.grpc_code_for_remoting, code, release), java_outcome(theirs)
+
+
+SELECTOR_PARSER = "org.apache.rocketmq.filter.parser.SelectorParser"
+CONSTANT = "org.apache.rocketmq.filter.expression.ConstantExpression"
+SQL_TOKENS = st.sampled_from(["a", "b", ">", "=", "<>", "<=", "AND", "OR", "NOT", "and", "(", ")", "'x'", "'",
+                              "''", "'a''b'", "1", "1L", "007", "2147483648", "9223372036854775807",
+                              "9223372036854775808", "1.5", ".5", "1e309", "0.0", "4.9e-324", "2e-324", "BETWEEN",
+                              "IN", "IS", "NULL", "TRUE", "FALSE", "CONTAINS", "STARTSWITH", ",", "-", "+", " ", "\n",
+                              "\t", "\u00e9", "\U0001F600", "--", "/*", "*/", "$x", "_", "\x00", "\u00a0", "0x1"])
+SQL_TEXT = st.one_of(st.lists(SQL_TOKENS, max_size=8).map(" ".join), st.lists(SQL_TOKENS, max_size=8).map("".join),
+                     sql_oracle.trees.map(sql_oracle.render))
+
+
+def _java_filter_error(answer: Answer) -> tuple:
+    """A refused selector: MQFilterException's message is its cause's ``toString``; a ParseException's first
+    sentence (the expected tokens after it are the parser's)."""
+    cause, _, message = (answer.message or "").partition(": ")
+    if cause.endswith("NumberFormatException"):  # the rule keeps this cause's simple name before its message
+        message = "NumberFormatException: " + message
+    return ("raise", message.split("\n")[0] if message.startswith("Encountered") else message)
+
+
+def _ours_filter_error(outcome: tuple) -> tuple:
+    return ("raise", outcome[2]) if outcome[1] in ("SqlParseError", "_NoMatch") else outcome
+
+
+@check("sql92.compile_sql", "FILTER-05",
+       "filter/src/main/java/org/apache/rocketmq/filter/parser/SelectorParser.java#SelectorParser.parse", "filter",
+       SQL_TEXT, since="5.0.0")
+def _compile_sql(jvm: Jvm, release: str, text: str) -> tuple:
+    answer = jvm.call(SELECTOR_PARSER, "parse", text, types=(STRING,))
+    theirs = ("ok", answer.value["string"]) if answer.thrown is None else _java_filter_error(answer)
+    ours = rule_outcome(sql92.compile_sql, text, release)
+    return (("ok", str(ours[1])) if ours[0] == "ok" else _ours_filter_error(ours)), theirs
+
+
+SQL_PROPERTIES = st.dictionaries(st.sampled_from(sql_oracle.NAMES),
+                                 st.one_of(st.sampled_from(sql_oracle.VALUES), edges.number_text(), edges.edge_text(4)),
+                                 max_size=3)
+
+
+@check("sql92.sql_matches", "FILTER-06",
+       "broker/src/main/java/org/apache/rocketmq/broker/filter/ExpressionMessageFilter.java"
+       "#ExpressionMessageFilter.isMatchedByCommitLog", "broker", st.tuples(SQL_TEXT, SQL_PROPERTIES), since="5.0.0")
+def _sql_matches(jvm: Jvm, release: str, example: tuple) -> tuple:
+    text, props = example
+    parsed = jvm.call(SELECTOR_PARSER, "parse", text, types=(STRING,))
+    if parsed.thrown is not None:
+        theirs: tuple = ("raise",)
+    else:  # isMatchedByCommitLog: the value of evaluate on the message's properties, matched when Boolean TRUE
+        context = {"new": "org.apache.rocketmq.broker.filter.MessageEvaluationContext", "types": ["java.util.Map"],
+                   "args": [{"map": [[k, v] for k, v in props.items()]}]}
+        answer = jvm.call("org.apache.rocketmq.filter.expression.Expression", "evaluate", context,
+                          types=("org.apache.rocketmq.filter.expression.EvaluationContext",),
+                          target={"call": {"class": SELECTOR_PARSER, "method": "parse", "types": [STRING],
+                                           "args": [text]}})
+        theirs = ("ok", answer.thrown is None and answer.value is True)
+    ours = rule_outcome(sql92.sql_matches, text, props, release)
+    return (ours if ours[0] == "ok" else ("raise",)), theirs
+
+
+@check("sql92.create_from_decimal", "FILTER-05",
+       "filter/src/main/java/org/apache/rocketmq/filter/expression/ConstantExpression.java"
+       "#ConstantExpression.createFromDecimal", "filter",
+       st.one_of(edges.longs().map(lambda n: str(abs(n))), st.sampled_from(["0", "9223372036854775808", "2147483648",
+                                                                             "2147483647L", "99999999999999999999l"]),
+                 st.builds(lambda n, s: f"{n}{s}", st.integers(0, 2 ** 70), st.sampled_from(["", "l", "L"]))),
+       since="5.0.0")
+def _create_from_decimal(jvm: Jvm, release: str, image: str) -> tuple:
+    created = {"call": {"class": CONSTANT, "method": "createFromDecimal", "types": [STRING], "args": [image]}}
+    answer = jvm.call(CONSTANT, "getValue", target=created)
+    if answer.thrown is None:  # the value and its class (Integer or Long)
+        boxed = jvm.call("java.lang.Object", "getClass", target={"call": {"class": CONSTANT, "method": "getValue",
+                                                                          "target": created}})
+        theirs: tuple = ("ok", answer.value, boxed.value["string"].rsplit(".", 1)[-1])
+    else:
+        theirs = ("raise", f"{answer.simple_thrown}: {answer.message}")
+    ours = rule_outcome(sql92.create_from_decimal, image)
+    return (("ok", ours[1].value, sql92.java_type(ours[1].value)) if ours[0] == "ok" else ("raise", ours[2])), theirs
+
+
+FLOAT_IMAGES = st.one_of(st.floats(min_value=0, allow_nan=False, allow_infinity=False).map(repr),
+                         st.sampled_from(["0.0", "1e309", "1.7976931348623157e308", "1.7976931348623159e308",
+                                          "4.9e-324", "2e-324", "3e-324", "2.4703282292062328e-324", ".5", "5.",
+                                          "1e-400", "00.1e+01"]))
+
+
+@check("sql92.create_float", "FILTER-05",
+       "filter/src/main/java/org/apache/rocketmq/filter/expression/ConstantExpression.java"
+       "#ConstantExpression.createFloat", "filter", FLOAT_IMAGES, since="5.0.0")
+def _create_float(jvm: Jvm, release: str, image: str) -> tuple:
+    answer = jvm.call(CONSTANT, "createFloat", image, types=(STRING,), read=("getValue",))
+    theirs = (("ok", double_bits(from_jdouble(answer.value["getValue"]))) if answer.thrown is None
+              else ("raise", answer.message))
+    ours = rule_outcome(sql92.create_float, image)
+    return (("ok", double_bits(ours[1].value)) if ours[0] == "ok" else ("raise", ours[2])), theirs
+
+
+def _jvalue(value: Any) -> Any:
+    """A selector value as the oracle boxes it: Integer, Long (``sql92.JavaLong``), Double, Boolean, String."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, sql92.JavaLong):
+        return jlong(value)
+    if isinstance(value, int):
+        return jint(value)
+    return jdouble(value)
+
+
+SQL_VALUES = st.one_of(st.none(), st.booleans(), edges.ints32(), edges.longs().map(sql92.JavaLong), DOUBLES,
+                       edges.edge_text(6, plain=tuple("ab'")))
+
+
+@check("sql92.java_text", "FILTER-05",
+       "filter/src/main/java/org/apache/rocketmq/filter/expression/ConstantExpression.java"
+       "#ConstantExpression.toString", "filter", SQL_VALUES, since="5.0.0")
+def _java_text(jvm: Jvm, release: str, value: Any) -> tuple:
+    constant = {"new": CONSTANT, "types": ["java.lang.Object"], "args": [_jvalue(value)]}
+    ours, theirs = rule_outcome(sql92.java_text, value), java_outcome(jvm.call(CONSTANT, "toString", target=constant))
+    if isinstance(value, float) and ours[0] == theirs[0] == "ok":
+        # Double.toString's digits depend on the JDK (primitives.java_double_to_string follows JDK 19+, the
+        # oracle's is 17): compared as the double the text denotes and its notation
+        return ((ours[1].count("E"), double_bits(float(ours[1]))),
+                (theirs[1].count("E"), double_bits(float(theirs[1]))))
+    return ours, theirs
+
+
+@check("sql92.java_equals", "FILTER-06", "java.base/java/lang/Object.java#Object.equals", "filter",
+       st.tuples(SQL_VALUES.filter(lambda v: v is not None), SQL_VALUES.filter(lambda v: v is not None)),
+       since="5.0.0")
+def _java_equals(jvm: Jvm, release: str, example: tuple) -> tuple:
+    a, b = example
+    theirs = jvm.call("java.lang.Object", "equals", _jvalue(b), types=("java.lang.Object",), target=_jvalue(a))
+    return rule_outcome(sql92.java_equals, a, b), java_outcome(theirs)
+
+
+@check("javacc.escape", "FILTER-05",
+       "filter/src/main/java/org/apache/rocketmq/filter/parser/ParseException.java#ParseException.add_escapes",
+       "filter", edges.edge_text(16, plain=tuple("ab\\'\"\b\f")), since="5.0.0")
+def _escape(jvm: Jvm, release: str, text: str) -> tuple:
+    theirs = jvm.call("org.apache.rocketmq.filter.parser.ParseException", "add_escapes", text, types=(STRING,))
+    return rule_outcome(javacc.escape, text), java_outcome(theirs)
+
+
 def oracle_line(c: OracleCheck) -> str:
     """The ``upstream`` source line of the check's behaviour that names the Java method the rule is checked
     against (``rmqc spec show ID`` prints it)."""
@@ -1011,9 +1275,13 @@ NODE = "models the Node.js SDK (rocketmq-client-nodejs): there is no Java class 
 PYTHON = "models the Python 5.x SDK: there is no Java class to call"
 CLIENT_JAVA = ("models rocketmq-client-java, the 5.x gRPC SDK, which is not one of a release's server artifacts "
                "(its versions are not the release's)")
-SQL92 = ("models the filter module's JavaCC-generated SelectorParser; the grammar and its messages were fuzzed "
-         "against the release's parser on a JVM (50,000 inputs at 5.0.0 and 5.3.3) and are pinned as vectors "
-         "(suites/test_sql92_grammar.py), but not yet drawn through this oracle")
+SQL92_STEP = ("is one step of SelectorParser.parse taking the Expression trees the parser builds (the oracle's JSON "
+              "values build a ConstantExpression or a PropertyExpression, not the parser's anonymous subclasses); "
+              "its check and message are compared through `reference_impl.rules.sql92.compile_sql`, whose drawn "
+              "selectors reach it at every release with rocketmq-filter")
+ENCOUNTERED = ("is the first sentence of ParseException.initialise, a private method reading the parser's "
+               "expected-token tables as a failed parse leaves them; it is compared through "
+               "`reference_impl.rules.sql92.compile_sql`, as the first line of every refused selector's message")
 
 NOT_CHECKED: dict[str, str] = {
     "allocation.prepare": "needs a started consumer: RebalanceImpl.rebalanceByTopic reads the route and the "
@@ -1037,8 +1305,7 @@ NOT_CHECKED: dict[str, str] = {
                                "the pulled bytes before it filters",
     "filter.sql_filters_retry_topic": "a broker setting (filterSupportRetry) read inside a running broker's pull "
                                       "path, with no method of its own",
-    "javacc.escape": SQL92,
-    "javacc.encountered": SQL92,
+    "javacc.encountered": ENCOUNTERED,
     "kafka_pattern.on_failure": "models the Kafka-style retry pattern (KAFKA-01), not a RocketMQ class",
     "message_id.offset_msg_id": "MessageDecoder.createMessageId takes ByteBuffers the oracle's JSON values cannot "
                                 "build; its inverse, decodeMessageId, is checked",
@@ -1069,13 +1336,7 @@ NOT_CHECKED: dict[str, str] = {
                                         "depends on its JDK (the oracle's here is 17, whose FloatingDecimal gives a "
                                         "longer tail for a few values), not on the release",
     "queue_selection.select_one": "starts from a random index kept per thread (ThreadLocalIndex)",
-    "queue_selection.publish_queues": "not yet: needs a TopicRouteData with its QueueData and BrokerData lists "
-                                      "(constructible; left for a later round)",
-    "queue_selection.subscribe_queues": "not yet: needs a TopicRouteData with its QueueData lists (constructible; "
-                                        "left for a later round)",
     "queue_selection.java_take_message_queues": CLIENT_JAVA,
-    "queue_selection.not_available_duration": "not yet: 5.x builds MQFaultStrategy from a client config, a resolver "
-                                              "and a service detector (left for a later round)",
     "queue_selection.select_with_latency_fault": "needs the latency state a running producer gathers, and a random "
                                                  "start index",
     "retry4x.fallback_republish_properties": "needs a started push consumer (sendMessageBack after a failed "
@@ -1096,20 +1357,13 @@ NOT_CHECKED: dict[str, str] = {
     "retry5x.retry_arrival_wakes_long_poll": "needs a started broker's long-polling service",
     "retry5x.revived_properties": "needs a started broker's revive service and store",
     "retry5x.pop_init_offset": "needs a started broker's offset manager and store",
-    "send.retry_response_codes": "not yet: a set a new DefaultMQProducer holds (readable; left for a later round)",
     "send.send_status_for": "decodes a running broker's response (MQClientAPIImpl.processSendResponse)",
     "send.sync_send": "the send loop of a started producer against a running name server and broker",
     "send.async_send": "the send loop of a started producer against a running name server and broker",
     "send.java_5x_send": CLIENT_JAVA,
-    "sql92.java_text": SQL92,
-    "sql92.java_equals": SQL92,
-    "sql92.as_boolean": SQL92,
-    "sql92.create_equal": SQL92,
-    "sql92.create_between": SQL92,
-    "sql92.create_from_decimal": SQL92,
-    "sql92.create_float": SQL92,
-    "sql92.compile_sql": SQL92,
-    "sql92.sql_matches": SQL92,
+    "sql92.as_boolean": SQL92_STEP,
+    "sql92.create_equal": SQL92_STEP,
+    "sql92.create_between": SQL92_STEP,
     "storage.assigns_queue_offset": "needs a started message store (DefaultMessageStore.assignOffset)",
     "storage.stored_queue_offset": "needs a started message store (CommitLog.doAppend)",
     "storage.encode_commitlog": "needs a started message store (CommitLog.doAppend)",
@@ -1122,8 +1376,6 @@ NOT_CHECKED: dict[str, str] = {
     "validation.check_send_queue_id": "needs a started broker: msgCheck reads its topic config",
     "validation.check_body_python_5x": PYTHON,
     "retry5x.revive_reconsume_times": "needs a started broker's revive service and store",
-    "send.grpc_code_for_remoting": "not yet: a static map of the proxy (ResponseBuilder.RESPONSE_CODE_MAPPING, "
-                                   "readable; left for a later round)",
     "storage.index_keys": "needs a started message store's IndexService (IndexService.buildIndex)",
     "transaction.transactional_send_properties": "needs a started transaction producer: sendMessageInTransaction "
                                                  "sends the half message to a running broker",

@@ -3,6 +3,7 @@ passed, where Java or the jars are missing."""
 from __future__ import annotations
 
 import ast
+import re
 import importlib
 import inspect
 from pathlib import Path
@@ -104,3 +105,12 @@ def test_every_reason_line_is_the_table_s() -> None:
              and line not in made]
     assert not stale, "spec oracle lines the table no longer makes:\n" + "\n".join(stale)
 
+
+
+def test_no_reason_says_not_yet() -> None:
+    """A rule the oracle does not check says why it cannot be checked against the released classes: a reason
+    that it could be but is not yet ("not yet", "left for a later round") is refused."""
+    deferred = re.compile(r"\bnot\s+yet\b|later round|ran out of time", re.IGNORECASE)
+    lazy = {rule: why for rule, why in NOT_CHECKED.items() if deferred.search(why)}
+    assert not lazy, "check these in suites/oracle_rules.py CHECKS, or say why they cannot be:\n" + \
+        "\n".join(f"{rule}: {why}" for rule, why in lazy.items())

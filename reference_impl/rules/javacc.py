@@ -65,7 +65,7 @@ def spans(text: str) -> list[Span]:
 
 
 def escape(text: str) -> str:
-    """``addEscapes``: the usual backslash escapes, NUL dropped, every other unit outside 0x20-0x7E as
+    """``addEscapes`` (``ParseException.add_escapes``): the usual backslash escapes, NUL dropped, every other unit outside 0x20-0x7E as
     ``\\uXXXX`` (lower-case hex)."""
     out: list[str] = []
     for unit in map(ord, utf16_units(text)):

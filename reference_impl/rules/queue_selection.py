@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cmp_to_key
 from typing import Callable, Iterable, Sequence
+
+from spec import versions
 
 from .allocation import MessageQueue
 from .java_semantics import java_split
-from .primitives import INT_MAX, INT_MIN, java_parse_long, to_int32
+from .primitives import INT_MAX, INT_MIN, java_parse_long, java_string_compare, to_int32
 from .validation import PERM_READ, PERM_WRITE
 
 
@@ -56,7 +59,10 @@ def publish_queues(topic: str, route: Iterable[QueueData], order_topic_conf: str
             out += [MessageQueue(topic, broker, q) for q in range(count)]
         return out
     out = []
-    for qd in sorted(route, key=lambda q: q.broker_name):
+    # QueueData.compareTo is String.compareTo of the broker names, UTF-16 units (not code points: a name
+    # outside the BMP sorts before U+E000..U+FFFF), Collections.sort stable
+    # (client/.../impl/factory/MQClientInstance.java#topicRouteData2TopicPublishInfo@rocketmq-all-5.3.3 L251-252)
+    for qd in sorted(route, key=cmp_to_key(lambda a, b: java_string_compare(a.broker_name, b.broker_name))):
         if qd.perm & PERM_WRITE and qd.has_master:
             out += [MessageQueue(topic, qd.broker_name, q) for q in range(qd.write_queues)]
     return out
@@ -114,8 +120,11 @@ LATENCY_TABLES = {
 
 
 def not_available_duration(latency_ms: int, version: str = "4.9.8", isolation: bool = False) -> int:
-    """``computeNotAvailableDuration`` for the version's tables; isolation uses the fixed X (SEND-4X-06)."""
-    latency_max, durations, isolation_latency = LATENCY_TABLES[version]
+    """``computeNotAvailableDuration`` for the release's tables (4.9.8's up to 5.1.3, 5.1.4's from 5.1.4: any
+    release, client/.../latency/MQFaultStrategy.java@rocketmq-all-5.3.3 L29-30, @rocketmq-all-5.0.0 L31-32);
+    isolation uses the fixed X (SEND-4X-06)."""
+    latency_max, durations, isolation_latency = LATENCY_TABLES["5.1.4" if versions.holds(version, since="5.1.4")
+                                                               else "4.9.8"]
     if isolation:
         latency_ms = isolation_latency
     for i in range(len(latency_max) - 1, -1, -1):

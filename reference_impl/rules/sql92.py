@@ -471,7 +471,10 @@ class StringTest(Expr):
         return found != self.negated
 
     def __str__(self) -> str:
-        return f"({self.operand} {'NOT ' if self.negated else ''}{self.op} {java_text(self.search)})"
+        # UnaryExpression.toString, the search not shown: "(" + getExpressionSymbol() + " " + right + ")"
+        # (filter/.../expression/UnaryExpression.java#UnaryExpression.toString@rocketmq-all-5.3.3 L248-249;
+        # ComparisonExpression.java#ContainsExpression.getExpressionSymbol@rocketmq-all-5.3.3 L81-82, L119-120)
+        return f"({'NOT ' if self.negated else ''}{self.op} {self.operand})"
 
 
 # ---- parse-time constructors (the create* methods and their checks) -------------------------------------
