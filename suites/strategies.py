@@ -1,6 +1,7 @@
 """Hypothesis strategies for scenarios. Strategies only: the tests and state machines live apart."""
 from __future__ import annotations
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
@@ -219,3 +220,10 @@ def _producer_steps() -> list[st.SearchStrategy]:
 def _checks() -> st.SearchStrategy:
     return st.dictionaries(st.sampled_from(KEYS), st.tuples(st.integers(0, 3) | st.just(16),
                                                               st.sampled_from(["COMMIT_MESSAGE", "ROLLBACK_MESSAGE"])))
+
+
+def at_most(examples: int) -> settings:
+    """``settings(max_examples=examples)`` capped by the loaded profile: a property that asks for a few examples
+    still runs no more than a wall-clock run's ``realtime`` profile allows (each example there is a real
+    ladder)."""
+    return settings(max_examples=min(examples, settings.default.max_examples))

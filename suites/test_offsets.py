@@ -22,12 +22,12 @@ def _delivered(target, group="G"):
     (False, "CONSUME_FROM_TIMESTAMP", ["old2", "new"]),
 ])
 def test_consume_from_where_for_a_new_group(target, in_memory, where, expected):
+    target.configure_broker(messages_in_memory=in_memory)  # first: a broker without the setting is not applicable at once
     target.create_topic("T", read_queues=1, write_queues=1)
     producer = target.producer()
     for i in range(3):
         producer.send("T", b"x", key=f"old{i}")
         target.advance(60_000)
-    target.configure_broker(messages_in_memory=in_memory)
     target.push_consumer_4x("G", "T", OK, consume_from_where=where, consume_timestamp_ms=120_000)
     producer.send("T", b"x", key="new")
     target.settle()

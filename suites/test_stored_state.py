@@ -10,13 +10,14 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from history.values import ListenerOutcome
 from history.views import MessageView
 from suites.checks import require
 from suites.scenario import MessagePlan, ScriptedListener
+from suites.strategies import at_most
 
 GROUP, TOPIC = "G", "T"
 RETRY_4X = "%RETRY%" + GROUP          # MixAll.getRetryTopic (RETRY-CONC-05): spelled out, not taken from a rule
@@ -70,7 +71,7 @@ scripts_4x = st.integers(1, 3).flatmap(lambda most: st.tuples(
 
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("RETRY-CONC-04", "RETRY-CONC-05", "RETRY-CONC-09", "RETRY-CONC-11", "DELAY-06", "MSGID-02")
-@settings(max_examples=8)
+@at_most(8)
 @given(script=scripts_4x)
 def test_4x_retry_and_dead_letter_copies_are_stored_as_the_spec_says(make_target, script) -> None:
     """A concurrent consumer fails message k ``f_k`` times with ``maxReconsumeTimes = m``. Then:
@@ -163,7 +164,7 @@ def test_a_group_without_retry_queues_drops_what_its_consumer_sends_back(make_ta
 
 @pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("RETRY-5X-07", "RETRY-5X-10", "RETRY-CONC-04", "RETRY-CONC-05", "MSGID-03")
-@settings(max_examples=4)
+@at_most(4)
 @given(most=st.integers(1, 2), acked_at=st.integers(1, 4))
 def test_5x_pop_retry_copies_and_the_dead_letter_are_stored_as_the_spec_says(make_target, most: int,
                                                                              acked_at: int) -> None:
@@ -227,7 +228,7 @@ def test_5x_pop_retry_copies_and_the_dead_letter_are_stored_as_the_spec_says(mak
 
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("RETRY-CONC-02", "RETRY-CONC-10")
-@settings(max_examples=4)
+@at_most(4)
 @given(failures=st.lists(st.integers(0, 3), min_size=1, max_size=3))
 def test_a_broadcasting_consumer_sends_nothing_back(make_target, failures: list[int]) -> None:
     """BROADCASTING drops a failed message (it is only logged) and subscribes to no retry topic: however often
