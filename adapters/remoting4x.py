@@ -8,12 +8,14 @@ groups up with the remoting admin codes, reads the dead letters from ``%DLQ%grou
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
 from history.outcomes import NotApplicable
 from history.profiles import REMOTING_4X
 from history.views import Listener
+from reference_impl.rules import cpp4x
 from spec import versions
 
 from .base import TargetError
@@ -70,6 +72,19 @@ class RemotingTarget(WallDriverTarget):
         self._set_up(f"configure group {name}", lambda: self.admin.create_group(
             self.names.real(name), int(options.get("retry_max_times", 16)), bool(options.get("fifo", False)), None,
             retry_queue_nums=int(options.get("retry_queue_nums", 1))))
+
+    def transaction_producer(self, group: str, check: Any, topics: Any = ()) -> Any:
+        """SDK-CPP-10: the broker learns of a C++ producer only at its heartbeat after its first send, up to 30 s of
+        the client's clock later; ``settle`` waits for that heartbeat's checks too."""
+        self._producer_started = time.monotonic()
+        return super().transaction_producer(group, check, topics)
+
+    def _checks_may_come(self) -> bool:
+        started = getattr(self, "_producer_started", None)
+        heartbeat_s = cpp4x.PRODUCER_HEARTBEAT_MS / 1000
+        if self._open_halves and started is not None and time.monotonic() < started + heartbeat_s + 1:
+            return True
+        return super()._checks_may_come()
 
     def push_consumer_4x(self, group: str, topic: str, listener: Listener, **options: Any) -> DriverConsumer:
         self.subscribe(group, topic, str(options.get("expression", "*")), bool(options.get("broadcasting")))

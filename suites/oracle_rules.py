@@ -1289,6 +1289,7 @@ NOT_CHECKED: dict[str, str] = {
     "cpp4x.orderly_retry_delay_ms": CPP,
     "cpp4x.send_attempts": CPP,
     "cpp4x.concurrent_batch": CPP,
+    "cpp4x.producer_known_at_ms": CPP,
     "delay.restore_from_schedule": "needs a message as a running store decodes it (hosts, timestamps, flags): "
                                    "ScheduleMessageService.messageTimeup is reached only from the delivery task",
     "delay.route_timer_message": "needs a started broker: HookUtils.handleScheduleMessage reads the broker's timer "

@@ -3,7 +3,7 @@ and the DLQ."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from suites import strategies
 from suites.checks import require
@@ -20,6 +20,7 @@ from suites.tolerance import (
 @pytest.mark.spec("RETRY-5X-01", "RETRY-5X-03", "RETRY-5X-05", "RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-10",
                   "RETRY-5X-11")
 @given(scenario=strategies.push_5x())
+@example(scenario=Scenario("push5x", (MessagePlan("m0", 1),), retry_max_times=2))  # one nack, one redelivery
 def test_push_5x_nack_ladder(make_target, reference_for, scenario: Scenario) -> None:
     """Attempt n fails -> invisible for durations[n-1]; the redelivery at max attempts goes to the DLQ."""
     run_checked(make_target, reference_for, scenario)

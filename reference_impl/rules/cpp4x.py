@@ -9,6 +9,8 @@
   and 5 s later after that, for ever: the orderly path never checks a maximum and never dead-letters.
 - SDK-CPP-09: a concurrent consumer's listener answers for the whole pull batch: the first failure sends every
   message of the batch back, the ones after it unseen.
+- SDK-CPP-10: a producer is unknown to the broker until its first heartbeat after its first send, up to 30 s of
+  the client's clock: transaction checks meant for it before then reach no one.
 """
 from __future__ import annotations
 
@@ -124,3 +126,17 @@ def concurrent_batch(answers: Sequence[bool]) -> tuple[int, tuple[int, ...]]:
     seen = next((i + 1 for i, ok in enumerate(answers) if not ok), len(answers))
     failed = seen < len(answers) or (bool(answers) and not answers[-1])
     return seen, tuple(range(len(answers))) if failed else ()
+
+
+PRODUCER_HEARTBEAT_MS = 30_000
+"""SDK-CPP-10: ``MQClientFactory`` heartbeats every 30 s of the client's (wall) clock; the first one, 10 ms after
+start, finds no broker yet and sends nothing (``sendHeartbeatToAllBroker``)."""
+
+
+def producer_known_at_ms(started_ms: int, first_route_ms: int, period_ms: int = PRODUCER_HEARTBEAT_MS) -> int:
+    """SDK-CPP-10: when the broker first knows a producer (its first heartbeat after it learnt a broker's address,
+    at its first send): heartbeats run 10 ms after start and every ``period_ms`` after that."""
+    beat = started_ms + 10
+    while beat < first_route_ms:
+        beat += period_ms
+    return beat
