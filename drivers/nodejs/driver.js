@@ -257,9 +257,13 @@ async function cmdReceive(session, m) {
   return { views };
 }
 
+/** The SDK's message view carrying the view's own receipt handle: the SDK moves a view on to the handle a change
+ * of invisible time returned, while a caller may hold on to the old one (RETRY-5X-09). */
 function heldView(entry, view) {
-  const mv = entry.views.get(view.receipt_handle);
-  if (!mv) throw new NotApplicable(`no message was received with the receipt handle ${view.receipt_handle}`);
+  const held = entry.views.get(view.receipt_handle);
+  if (!held) throw new NotApplicable(`no message was received with the receipt handle ${view.receipt_handle}`);
+  const mv = Object.assign(Object.create(Object.getPrototypeOf(held)), held);
+  mv.receiptHandle = view.receipt_handle;
   return mv;
 }
 
