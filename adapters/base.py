@@ -107,10 +107,13 @@ class BrokerTiming:
     revive_lag_ms: int | None = None
     """RETRY-5X-11's revive lag in spec ms where the release reads it from no key: its 2 wall seconds are
     ``2000 / time_scale`` of spec time on a time-scaled release."""
+    revive_slack_ms: int | None = None
+    """RETRY-5X-11's scan slack in spec ms where the release does not compress all of it (``ReleasePlan``)."""
 
     @property
     def is_default(self) -> bool:
-        return self.delay_levels_ms is None and self.customized_next_ms is None and self.revive_lag_ms is None
+        return self.delay_levels_ms is None and self.customized_next_ms is None and self.revive_lag_ms is None \
+            and self.revive_slack_ms is None
 
 
 DEFAULT_TIMING = BrokerTiming()

@@ -54,6 +54,11 @@ TIMER_MAX_DELAY_S = 3 * 86_400
 """``MessageStoreConfig.timerMaxDelaySec`` (3 days, 5.0.0 to 5.5.0)."""
 PROXY_MAX_DELAY_MS = 86_400_000
 """``ProxyConfig.maxDelayTimeMills`` (1 day, DELAY-08)."""
+REVIVE_SLACK_WALL_MS = 3000
+"""RETRY-5X-11's scan slack (``reviveMaxSlow`` × 1 s), kept at its wall length: a revive round also waits on its
+own pull of the revive topic and its merge of checkpoints and acks (``PopReviveService.consumeReviveMessage``,
+``mergeAndRevive``), which no key scales; on 5.5.0 at ``reviveInterval`` 200 ms a revival came up to 2.2 s of
+wall time past the lag."""
 REVIVE_LAG_WALL_MS = 2000
 """``PopAckConstants.ackTimeInterval`` + 1 s (RETRY-5X-11): a constant, so not scaled."""
 
@@ -212,14 +217,16 @@ class ReleasePlan:
 
     def wall_fixed_ms(self) -> dict[str, int]:
         """Spec durations this release reads from no key: their wall length, the same at any scale."""
-        return {"reviveLagMs": REVIVE_LAG_WALL_MS} if self.at_least_5 else {}
+        return {"reviveLagMs": REVIVE_LAG_WALL_MS, "reviveScanSlackMs": REVIVE_SLACK_WALL_MS} if self.at_least_5 else {}
 
     def broker_timing(self) -> BrokerTiming:
         """What the suites judge this release by where it differs from the spec's defaults."""
         fixed = self.wall_fixed_ms()
         return BrokerTiming(tuple(self.effective_delay_levels_ms()),
                             tuple(self.effective_ladder_ms()) if self.with_proxy else None,
-                            int(round(fixed["reviveLagMs"] / self.time_scale)) if "reviveLagMs" in fixed else None)
+                            int(round(fixed["reviveLagMs"] / self.time_scale)) if "reviveLagMs" in fixed else None,
+                            int(round(fixed["reviveScanSlackMs"] / self.time_scale)) if "reviveScanSlackMs" in fixed
+                            else None)
 
 
 def properties_text(keys: dict[str, Any]) -> str:

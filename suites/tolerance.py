@@ -43,21 +43,24 @@ busy second core): CI on 2 cores has seen one 5.x redelivery 66 ms late beside a
 40 ms was too tight."""
 
 
-def redelivery_lateness(release: str, wall_clock: bool, revive_lag_ms: int | None = None) -> tuple[int, int]:
+def redelivery_lateness(release: str, wall_clock: bool, revive_lag_ms: int | None = None,
+                        revive_slack_ms: int | None = None) -> tuple[int, int]:
     """RETRY-5X-11 for ``release``: a revived message comes ``reviveLagMs`` after its invisible time at the
     earliest; up to the revive scan's slack later on a real broker, and up to a whole long poll later
     where a revive does not wake the poll (before 5.2.0). ``revive_lag_ms``: the target's own lag in spec time
-    where its release cannot compress it (``Target.broker_timing``)."""
+    where its release cannot compress it (``Target.broker_timing``), and ``revive_slack_ms`` its scan slack."""
     timing = default_spec().get("RETRY-5X-11").defaults_at(release)
     low = int(timing["reviveLagMs"]) if revive_lag_ms is None else revive_lag_ms
-    high = low + int(timing["pollWaitMs"]) + (int(timing["reviveScanSlackMs"]) if wall_clock else 0)
+    slack = int(timing["reviveScanSlackMs"]) if revive_slack_ms is None else revive_slack_ms
+    high = low + int(timing["pollWaitMs"]) + (slack if wall_clock else 0)
     return low, high
 
 
 def lateness_of(target: Target) -> tuple[int, int]:
     """``redelivery_lateness`` for ``target``: its release, its clock, what its release cannot compress."""
     return redelivery_lateness(getattr(target, "release", None) or versions.LATEST,
-                               "clock.virtual" not in target.capabilities, target.broker_timing.revive_lag_ms)
+                               "clock.virtual" not in target.capabilities, target.broker_timing.revive_lag_ms,
+                               target.broker_timing.revive_slack_ms)
 
 
 def tolerance_for(target: Target, *, redelivery: bool = False) -> Tolerance:
