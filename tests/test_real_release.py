@@ -24,7 +24,7 @@ from history.profiles import GRPC_5X, REMOTING_4X
 ROOT = Path(__file__).resolve().parent.parent
 NEWEST = "5.5.0"
 """The newest covered 5.x release whose name server, broker and proxy Maven Central serves."""
-GATE_BUDGET_S = 30
+GATE_BUDGET_S = 20
 """Wall seconds one test may take in ``make test``'s gate: longer ladders are not applicable there (the nightly
 ``make real-matrix`` runs them with a larger budget)."""
 
