@@ -20,11 +20,11 @@ import os
 import shutil
 import subprocess
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.release_jars import ReleaseUnavailable, copy_artifacts
+from adapters.release_jars import ReleaseJars, ReleaseUnavailable, copy_artifacts
 from history.outcomes import NotApplicable
 from spec import versions
 
@@ -42,14 +42,8 @@ def wanted(release: str) -> tuple[str, ...]:
     return ARTIFACTS if versions.key(release) >= versions.key("5.0.0") else ARTIFACTS[:-1]
 
 
-@dataclass(frozen=True)
-class Release:
-    """One release's resolved jars: what it has and, for what it lacks, why."""
-
-    release: str
-    lib: Path
-    artifacts: tuple[str, ...]
-    missing: dict[str, str] = field(default_factory=dict)
+Release = ReleaseJars
+"""One release's resolved jars: the artifacts it has (``components``) and, for what it lacks, why."""
 
 
 Unavailable = ReleaseUnavailable
@@ -130,7 +124,7 @@ class Jvm:
         self.calls = 0
 
     def has(self, artifact: str) -> bool:
-        return artifact in self.release.artifacts
+        return self.release.has(artifact)
 
     def require(self, artifact: str, what: str) -> None:
         """NotApplicable when the release lacks the artifact ``what`` lives in."""
@@ -239,7 +233,7 @@ def main() -> int:
             r = resolve(release)
             compiled()
             extra = "; ".join(f"{a}: {why}" for a, why in r.missing.items())
-            print(f"oracle {release}: {', '.join(r.artifacts)}" + (f" (not applicable: {extra})" if extra else ""))
+            print(f"oracle {release}: {', '.join(r.components)}" + (f" (not applicable: {extra})" if extra else ""))
         except Unavailable as e:
             print(f"oracle {release}: not applicable: {e}")
     return 0
