@@ -71,16 +71,18 @@ def batch_unpredictable(scenario: Scenario) -> NotApplicable | None:
     return None
 
 
-def expected_duration_ms(scenario: Scenario, client_timer_scale: float = 1.0, oracle: Oracle | None = None) -> int:
+def expected_duration_ms(scenario: Scenario, client_timer_scale: float = 1.0, oracle: Oracle | None = None,
+                         late_ms: int = 0) -> int:
     """Spec time the longest ladder of the scenario takes, by the oracle, plus its longest wait once more
-    (the wait after the last failure, before the dead letter)."""
+    (the wait after the last failure, before the dead letter); ``late_ms``: how late each redelivery may
+    legitimately come (RETRY-5X-11's window on a 5.x target)."""
     oracle = oracle or default_oracle()
     factor = client_timer_scale if client_timed(scenario) else 1.0
     longest = 0
     for p in scenario.messages:
         waits = oracle.expected(scenario.consumer, p.failures, max_reconsume_times=scenario.max_reconsume_times,
                                 retry_max_times=scenario.retry_max_times, sdk=scenario.sdk).waits_ms
-        longest = max(longest, int((sum(waits) + max(waits, default=0)) * factor))
+        longest = max(longest, int((sum(waits) + max(waits, default=0)) * factor) + late_ms * (len(waits) + 1))
     return longest
 
 
@@ -90,15 +92,15 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
     scenario = fit_to_target(target, scenario)
     factor = target.client_timer_scale
     oracle = oracle_for(target)
+    tolerance = tolerance_for(target, redelivery=scenario.consumer == "push5x")  # RETRY-5X-11
     try:
         unpredictable = batch_unpredictable(scenario)
         if unpredictable:
             raise unpredictable
-        target.require_duration(expected_duration_ms(scenario, factor, oracle))
+        target.require_duration(expected_duration_ms(scenario, factor, oracle, tolerance.late_max_ms))
         observed = lives(run_scenario(target, scenario), scenario.group)
     except NotApplicable as exc:  # this example only: another may be within the target's reach
         out_of_reach(exc)
-    tolerance = tolerance_for(target, redelivery=scenario.consumer == "push5x")  # RETRY-5X-11
     check_scenario(scenario, observed, oracle, tolerance, factor)
     if target.name != "reference":
         predicted = lives(run_scenario(prediction_target(reference_for, scenario.profile, target), scenario),
@@ -157,7 +159,9 @@ def run_compared(make_target: Callable[..., Target], reference_for: Callable[...
         unpredictable = batch_unpredictable(scenario)
         if unpredictable:
             raise unpredictable
-        target.require_duration(expected_duration_ms(scenario, target.client_timer_scale, oracle_for(target)))
+        target.require_duration(expected_duration_ms(scenario, target.client_timer_scale, oracle_for(target),
+                                                     tolerance_for(target, redelivery=scenario.consumer == "push5x")
+                                                     .late_max_ms))
         seen = run_scenario(target, scenario)
     except NotApplicable as exc:
         out_of_reach(exc)

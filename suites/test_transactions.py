@@ -120,6 +120,7 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
 def test_immunity_property_delays_the_first_check(target, rmq_spec, rmq_release):
     interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
     first_scan_after_immunity = (120_000 // interval + 1) * interval  # an age of exactly 120 s is not past it
+    target.require_duration(120_000 + 2 * interval)  # a wall clock: budgeted
     target.create_topic("T", message_type="TRANSACTION")
     producer = target.transaction_producer("TP", check=lambda key, n: S.ROLLBACK_MESSAGE, topics=["T"])
     producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW, immunity_seconds=120)
