@@ -4,9 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci
+PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci -m "not real_release"
 
-.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak real-matrix clean
+.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak real-gate real-matrix clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -71,6 +71,10 @@ bench-spark: install
 
 bench-soak: install
 	$(BIN)/python bench/soak_bench.py --events 1000000
+
+# the newest release gated through both SDKs and the gate biting (tests/test_real_release.py): about 9 minutes
+real-gate: install driver-4x oracle
+	$(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m real_release tests/test_real_release.py
 
 # every covered release x every SDK target that reaches it, soaks and Spark checks on real brokers: hours, not CI
 real-matrix: install driver-4x
