@@ -81,6 +81,20 @@ def test_simple_consumer_never_acking_reaches_dlq(target):
     require(len(dlq) == 1 and dlq[0].topic == "%DLQ%G", "RETRY-5X-07", f"DLQ events {dlq}")
 
 
+def _back_after(target, consumer, wait_ms: int, invisible_ms: int) -> list:
+    """Receive once ``wait_ms`` and the revive's earliest lateness have passed, then each second until the spec's
+    window closes (RETRY-5X-11): what came back."""
+    earliest, latest = lateness_of(target)
+    target.advance(wait_ms + earliest)
+    received = consumer.receive(16, invisible_ms=invisible_ms)
+    for _ in range((latest - earliest) // 1000 + 1):  # bounded by the spec's window
+        if received:
+            break
+        target.advance(1000)
+        received = consumer.receive(16, invisible_ms=invisible_ms)
+    return received
+
+
 @pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("RETRY-5X-06", "RETRY-5X-09", "RETRY-5X-11")
 def test_simple_consumer_ack_and_change_invisible(target):
@@ -90,14 +104,7 @@ def test_simple_consumer_ack_and_change_invisible(target):
     (view,) = consumer.receive(16, invisible_ms=30_000)
     code, receipt = consumer.change_invisible_duration(view, 10_000)  # whole protocol seconds at a release's time scale
     require(code == 20000 and receipt, "RETRY-5X-06", f"change invisible duration answered {code}")
-    earliest, latest = lateness_of(target)
-    target.advance(10_000 + earliest)  # the nack's 10 s, then the revive's lateness (RETRY-5X-11)
-    received = consumer.receive(16, invisible_ms=30_000)
-    for _ in range((latest - earliest) // 1000 + 1):  # bounded by the spec's window
-        if received:
-            break
-        target.advance(1000)
-        received = consumer.receive(16, invisible_ms=30_000)
+    received = _back_after(target, consumer, 10_000, 30_000)  # the nack's 10 s, then the revive's lateness
     require(len(received) == 1, "RETRY-5X-11", f"{len(received)} messages back within the revive window after a nack")
     (again,) = received
     require(again.delivery_attempt == 2, "RETRY-5X-06", f"attempt {again.delivery_attempt} after a nack")
@@ -123,14 +130,7 @@ def test_the_handle_a_change_of_invisible_time_replaced(target):
     require(code == 20000 and new and new != view.receipt_handle, "RETRY-5X-09", f"change answered {code}")
     require(consumer.ack(view) == 20000, "RETRY-5X-09",
             "an ack with the replaced handle before its own invisible time ends is OK")
-    earliest, latest = lateness_of(target)
-    target.advance(10_000 + earliest)
-    received = consumer.receive(16, invisible_ms=60_000)
-    for _ in range((latest - earliest) // 1000 + 1):  # bounded by the spec's window
-        if received:
-            break
-        target.advance(1000)
-        received = consumer.receive(16, invisible_ms=60_000)
+    received = _back_after(target, consumer, 10_000, 60_000)
     require([v.delivery_attempt for v in received] == [2], "RETRY-5X-09",
             f"the old handle's ack must do nothing: the message comes back after the new time; got {received}")
     require(consumer.ack(received[0]) == 20000, "RETRY-5X-09", "the new delivery's ack refused")
