@@ -196,6 +196,12 @@ class ReleasePlan:
         else:
             keys["grpcClientConsumerLongPollingTimeoutMillis"] = scaled_ms(retry5x.PROXY_LONG_POLLING_MS_5_0,
                                                                            self.time_scale)
+            # 5.0.x serves gRPC over TLS only, a self-signed certificate in its default test mode, which no SDK
+            # verifies; with the test mode off and no key at the paths named, it sets no SSL context and serves
+            # plaintext (GrpcServerBuilder.configSslContext@rocketmq-all-5.0.0 logs the missing files). From 5.1.0
+            # one port takes both (OptionalSSLProtocolNegotiator, then ProxyAndTlsProtocolNegotiator).
+            keys.update({"grpcTlsTestModeEnable": False, "grpcTlsKeyPath": str(self.home / "conf" / "no-tls.key"),
+                         "grpcTlsCertPath": str(self.home / "conf" / "no-tls.crt")})
         return keys
 
     def keys_set(self) -> dict[str, dict[str, Any]]:

@@ -58,6 +58,15 @@ def test_everything_binds_loopback_and_mixed_topics_are_allowed_where_a_key_guar
     assert "remotingListenPort" not in plan("5.0.0").proxy_json()
 
 
+def test_the_5_0_proxy_serves_plaintext_through_its_own_tls_keys():
+    """5.0.x serves gRPC over TLS only unless its test mode is off and no key is found (the SDKs connect in
+    plaintext); later releases take both on one port and get no TLS key."""
+    proxy = plan("5.0.0").proxy_json()
+    assert proxy["grpcTlsTestModeEnable"] is False
+    assert not Path(proxy["grpcTlsKeyPath"]).exists() and not Path(proxy["grpcTlsCertPath"]).exists()
+    assert not any("Tls" in key for key in plan("5.1.4").proxy_json())
+
+
 def test_a_users_broker_key_is_set_but_the_suites_still_expect_what_they_set():
     p = plan("5.3.3", broker_overrides=(("messageDelayLevel", "9s 9s 9s"),))
     assert p.broker_conf()["messageDelayLevel"] == "9s 9s 9s"
