@@ -40,3 +40,14 @@ def require_4x_sdk() -> None:
                            text=True, timeout=30)
     if probe.returncode != 0:
         raise NotApplicable(f"rocketmq-client-python cannot run here: {probe.stderr.strip().splitlines()[-1:]}")
+
+
+def tests_in(summary: dict) -> dict[str, dict]:
+    """Each test of a run summary once, by name, with its verdict: a failing test fails the behaviour its
+    failure names and leaves the others it cites inconclusive, so its failing entry is the one kept."""
+    tests: dict[str, dict] = {}
+    for behaviour in summary["behaviours"].values():
+        for test in behaviour["tests"]:
+            if tests.get(test["test"], {}).get("verdict") != "fail":
+                tests[test["test"]] = test
+    return tests

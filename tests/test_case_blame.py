@@ -1,4 +1,5 @@
-"""A parametrized case that names its own behaviours blames only those when it fails; a Hypothesis test
+"""A parametrized case that names its own behaviours blames only those when it fails; a failure that names
+the behaviour it broke fails that one only; a Hypothesis test
 whose examples end not applicable in several ways is not applicable, never failed."""
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ def test_cases(value):
     assert value != 2
 
 
+@pytest.mark.spec("RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-11")
+def test_fails_naming_one():
+    from suites.checks import SpecViolation
+    raise SpecViolation("RETRY-5X-11", "key m0: delivery 2 came 72709 ms after the previous one")
+
+
+@pytest.mark.spec("DELAY-05", "DELAY-06")
+def test_fails_naming_none():
+    assert 1 == 2
+
+
 @pytest.mark.spec("DELAY-04")
 @given(st.integers(0, 50))
 def test_not_applicable_in_several_ways(n):
@@ -41,6 +53,13 @@ def test_a_failing_case_blames_only_its_behaviours(pytester: pytest.Pytester) ->
     assert behaviours["DELAY-02"]["verdict"] == "fail"
     assert behaviours["DELAY-01"]["verdict"] == "pass"  # its own case passed; the failing case is DELAY-02's
     assert [t["verdict"] for t in behaviours["DELAY-03"]["tests"]] == ["pass"]  # only the unmarked case cites it
+    # a failure naming one behaviour fails that one only; the test's others are inconclusive (not shown)
+    assert behaviours["RETRY-5X-11"]["verdict"] == "fail"
+    for sid in ("RETRY-5X-06", "RETRY-5X-07"):
+        assert behaviours[sid]["verdict"] == "inconclusive", behaviours[sid]
+        assert "stopped at a failure of RETRY-5X-11" in behaviours[sid]["tests"][0]["reason"]
+    # a failure that names no behaviour fails every one the test cites
+    assert behaviours["DELAY-05"]["verdict"] == behaviours["DELAY-06"]["verdict"] == "fail"
     # several not-applicable outcomes across examples: not applicable, not a failure
     assert behaviours["DELAY-04"]["verdict"] == "not applicable", behaviours["DELAY-04"]
     reason = behaviours["DELAY-04"]["tests"][0]["reason"]

@@ -2,8 +2,9 @@
 
 A test passes or fails as pytest says, except that an ``Outcome`` (``NotApplicable``, ``Inconclusive``,
 or an exception group made only of them, as Hypothesis raises when examples end in several ways) ends
-it with that verdict, shown by pytest as a skip with the reason. A failure also counts against the
-behaviour its ``SpecViolation`` names, cited or not."""
+it with that verdict, shown by pytest as a skip with the reason. A failure whose ``SpecViolation`` names a
+behaviour fails that behaviour, cited or not, and leaves the test's other behaviours inconclusive (one bug, one
+red behaviour); a failure that names none fails every behaviour the test cites."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -11,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from adapters.driver import forget_broken_drivers
-from history.outcomes import FAIL, NOT_APPLICABLE, PASS, NotApplicable, outcome_of
+from history.outcomes import FAIL, INCONCLUSIVE, NOT_APPLICABLE, PASS, NotApplicable, Outcome, outcome_of
 from reports.summary import TestResult
 from spec.loader import default_spec
 
@@ -39,14 +40,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" or (report.when == "setup" and not report.passed):
         verdict, reason = _verdict(item, report)
         cited = spec_ids(item)
-        violated = getattr(call.excinfo.value, "spec_id", None) if call.excinfo is not None else None
-        if violated and violated not in cited:
-            cited.append(violated)  # the behaviour the failure names fails, cited or not
+        violated = violated_ids(call.excinfo.value) if call.excinfo is not None else set()
+        cited += sorted(violated - set(cited))  # the behaviours the failure names fail, cited or not
         result = TestResult(item.nodeid, verdict, reason,
                             str(report.longrepr)[-DETAIL_CHARS:] if verdict == FAIL else None)
         sdks = item.stash.get(TARGET_SDKS, None)
         for sid in cited:
-            run_state(item.config).results[sid].append(_for_habit(sid, result, sdks))
+            run_state(item.config).results[sid].append(_for_habit(sid, _blamed(sid, violated, result), sdks))
+
+
+def violated_ids(error: BaseException) -> set[str]:
+    """The behaviours a failure names: a ``SpecViolation``'s ID, or every ID of an exception group (Hypothesis
+    raises one when examples fail in different ways) when each of its failures names one; else none."""
+    if isinstance(error, BaseExceptionGroup):  # the outcomes among its examples (out of reach, noise) blame nothing
+        named = [violated_ids(e) for e in error.exceptions if not isinstance(e, Outcome)]
+        return set().union(*named) if named and all(named) else set()
+    sid = getattr(error, "spec_id", None)
+    return {sid} if isinstance(sid, str) else set()
+
+
+def _blamed(sid: str, violated: set[str], result: TestResult) -> TestResult:
+    """One bug, one red behaviour: a failure that names the behaviour it broke (a ``SpecViolation``) fails that
+    behaviour only; the test's other behaviours are inconclusive, since it stopped before it could show them."""
+    if result.verdict != FAIL or not violated or sid in violated:
+        return result
+    return TestResult(result.test, INCONCLUSIVE, f"not shown: the test stopped at a failure of "
+                                                 f"{', '.join(sorted(violated))}: "
+                                                 f"{result.reason}"[:500])
 
 
 HABIT_CAPABILITY = {"java": "sdk.java", "python": "sdk.python", "nodejs": "sdk.nodejs", "cpp-4x": "sdk.cpp4x"}
