@@ -12,6 +12,8 @@ the run folder).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -24,12 +26,15 @@ from spec import versions
 from .base import TargetError
 from .release_cluster import ReleaseCluster, ReleaseStartError, choose_ports, progress_to_stderr
 from .release_jars import ReleaseJars, ReleaseUnavailable, resolve
-from .release_plan import DEFAULT_TIME_SCALE, ReleasePlan, wire_ladder_ms
+from .release_plan import DEFAULT_TIME_SCALE, Ports, ReleasePlan, wire_ladder_ms
 from .targets import RELEASE, Probe
 
 SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
 BROKER_CONF_ENV = "RMQC_RELEASE_BROKER_CONF"
 HOME_ENV = "RMQC_RELEASE_HOME"
+ATTACH_ENV = "RMQC_RELEASE_ATTACH"
+"""A running cluster's plan (JSON), set by a process that started it for the processes it spawns (``rmqc soak``'s
+consumers): a ``release:V`` target of the same release there drives that cluster instead of starting its own."""
 
 
 def time_scale() -> float:
@@ -102,8 +107,34 @@ def shared_cluster(release: str) -> ReleaseCluster:
     scale, overrides = time_scale(), broker_overrides()
     key = (release, scale, overrides)
     if key not in _CLUSTERS:
-        _CLUSTERS[key] = start_cluster(release, _home(release), scale, overrides)
+        _CLUSTERS[key] = _attached(release) or start_cluster(release, _home(release), scale, overrides)
     return _CLUSTERS[key]
+
+
+def attach_environment(cluster: ReleaseCluster) -> dict[str, str]:
+    """The environment a child process needs to drive ``cluster`` rather than start one of its own; the parent
+    that started it stops it."""
+    plan = cluster.plan
+    return {ATTACH_ENV: json.dumps({"release": plan.release, "ports": dataclasses.asdict(plan.ports),
+                                    "time_scale": plan.time_scale, "home": str(plan.home),
+                                    "with_proxy": plan.with_proxy, "overrides": [list(o) for o in plan.broker_overrides]})}
+
+
+def _attached(release: str) -> ReleaseCluster | None:
+    """The running cluster ``$RMQC_RELEASE_ATTACH`` describes when it is of ``release``; never started or
+    stopped here."""
+    text = os.environ.get(ATTACH_ENV)
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        if data["release"] != release:
+            return None
+        plan = ReleasePlan(release, Ports(**data["ports"]), float(data["time_scale"]), Path(data["home"]),
+                           bool(data["with_proxy"]), tuple((str(k), str(v)) for k, v in data["overrides"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TargetError(f"{ATTACH_ENV} does not describe a running cluster: {exc}") from None
+    return ReleaseCluster(plan, jars_of(release))
 
 
 def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
@@ -181,4 +212,4 @@ def probe(address: str) -> Probe:
     return Probe(profiles, "wall", address, release=address)
 
 
-__all__ = ["build", "probe", "shared_cluster", "start_cluster", "time_scale", "broker_overrides"]
+__all__ = ["build", "probe", "shared_cluster", "start_cluster", "attach_environment", "time_scale", "broker_overrides"]

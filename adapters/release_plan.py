@@ -200,6 +200,7 @@ class ReleasePlan:
             # verifies; with the test mode off and no key at the paths named, it sets no SSL context and serves
             # plaintext (GrpcServerBuilder.configSslContext@rocketmq-all-5.0.0 logs the missing files). From 5.1.0
             # one port takes both (OptionalSSLProtocolNegotiator, then ProxyAndTlsProtocolNegotiator).
+            keys["messageDelayLevel"] = self.delay_level_line()  # its own table for DELAY-09, as the broker's
             keys.update({"grpcTlsTestModeEnable": False, "grpcTlsKeyPath": str(self.home / "conf" / "no-tls.key"),
                          "grpcTlsCertPath": str(self.home / "conf" / "no-tls.crt")})
         return keys

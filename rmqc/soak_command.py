@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from adapters.base import TargetError
-from adapters.targets import USAGE, parse_target
+from adapters.targets import RELEASE, USAGE, parse_target
 from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X
 
@@ -76,6 +77,10 @@ def soak(args: argparse.Namespace) -> int:
         if GRPC_5X not in profiles:
             raise TargetError(f"{args.target} runs {', '.join(profiles)}; this soak drives 5.x clients")
         target = parsed.build(GRPC_5X, run_id="soak")
+        if parsed.kind is RELEASE:  # the consumers' own processes drive the cluster this process started
+            from adapters.release import attach_environment, shared_cluster
+
+            os.environ.update(attach_environment(shared_cluster(parsed.address)))
         stats = run_soak(target, args.target, workload, args.out, args.duration, args.max_messages, args.roll_s,
                          settle_s=args.settle_s, max_events=args.max_events)
     except (WorkloadError, TargetError, NotApplicable, FileExistsError) as exc:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from history.values import CPP_4X_SDK, NODE_5X_SDK
+from spec import versions
 from spec.loader import Spec, default_spec
 
 INT_MAX = 2**31 - 1
@@ -163,3 +164,8 @@ def oracle_for(target: object) -> Oracle:
     if timing is None or timing.is_default:
         return default_oracle()
     return Oracle(default_spec(), timing.delay_levels_ms, timing.customized_next_ms)
+
+
+def release_of(target: object) -> str:
+    """The release a target behaves as (the spec's newest when it does not say)."""
+    return getattr(target, "release", None) or versions.LATEST

@@ -425,6 +425,18 @@ def _parse_delay_levels(jvm: Jvm, release: str, text: str) -> tuple:
             ({int(k): int(ms) for k, ms in v["delayLevelTable"]}, v["maxDelayLevel"], v["parseDelayLevel"]))
 
 
+PROXY_CONFIG = "org.apache.rocketmq.proxy.config.ProxyConfig"
+
+
+@check("delay.proxy_uses_delay_level", "DELAY-09",
+       "proxy/src/main/java/org/apache/rocketmq/proxy/config/ProxyConfig.java#ProxyConfig.isUseDelayLevel", "proxy",
+       st.just(None), since="5.0.0")
+def _proxy_uses_delay_level(jvm: Jvm, release: str, _: None) -> tuple:
+    """The default of a ProxyConfig made as the proxy makes it, before any key is read."""
+    theirs = jvm.call(PROXY_CONFIG, "isUseDelayLevel", target={"new": PROXY_CONFIG})
+    return rule_outcome(delay.proxy_uses_delay_level, release), java_outcome(theirs)
+
+
 # ---- remoting, retry policies, selection, allocation ------------------------------------------------------------
 
 @check("remoting.header_word", "REMOTING-01",
@@ -1301,6 +1313,7 @@ NOT_CHECKED: dict[str, str] = {
                                 "validateMessageGroup), which the oracle's JSON values cannot build",
     "fifo.change_sets_next_visible_time": "needs a started broker: the order info lives in its "
                                           "ConsumerOrderInfoManager",
+    "fifo.order_info_per_offset": "needs a started broker: the order info lives in its ConsumerOrderInfoManager",
     "fifo.commit_and_next": "needs a started orderly consumer whose ProcessQueue holds pulled messages",
     "filter.client_tag_match": "needs a pull result from a running broker: PullAPIWrapper.processPullResult decodes "
                                "the pulled bytes before it filters",

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from history.outcomes import NotApplicable
 from history.profiles import BROKER_PROFILES
+from reference_impl.rules import delay as delay_rules
 from suites.checks import require
-from suites.oracle import oracle_for
+from suites.oracle import oracle_for, release_of
 from suites.reach import out_of_reach
 from suites.tolerance import close_enough, tolerance_for
 
@@ -28,6 +29,14 @@ def _consume_all(target, topic="T", group="G"):
     if target.profile == "remoting-4.x":
         return target.push_consumer_4x(group, topic, lambda v: ListenerOutcome.SUCCESS)
     return target.push_consumer_5x(group, topic, lambda v: ListenerOutcome.SUCCESS)
+
+
+def _timer_reached_through_the_proxy(target) -> None:
+    """DELAY-08's timer wheel is reached from a gRPC client only where the proxy does not turn a delivery time
+    into a delay level (DELAY-09: its ``useDelayLevel`` is on by default until 5.1.1)."""
+    if delay_rules.proxy_uses_delay_level(release_of(target)):
+        raise NotApplicable(f"at {release_of(target)} the proxy turns a delivery time into a delay level by default "
+                            "(DELAY-09): the timer wheel is not reached from a gRPC client")
 
 
 @BOTH
@@ -65,6 +74,7 @@ def test_delayed_message_arrives_after_its_level(make_target, profile, level):
 @pytest.mark.spec("DELAY-08")
 def test_timed_message_is_delivered_at_its_rounded_time(target):
     target.require("delay.timer")
+    _timer_reached_through_the_proxy(target)
     target.create_topic("T", message_type="DELAY")
     _consume_all(target)
     target.advance(123)
@@ -84,6 +94,7 @@ def test_timed_message_on_a_tick_edge_is_rounded_as_the_wheel_rounds(target, pas
     """A delivery time an exact multiple of the timer's precision (1000 ms) is moved one tick earlier; one
     just past a tick is floored to it (``deliverMs % p == 0 ? deliverMs - p : floor``)."""
     target.require("delay.timer")
+    _timer_reached_through_the_proxy(target)
     target.create_topic("T", message_type="DELAY")
     _consume_all(target)
     target.advance(250)
@@ -94,6 +105,34 @@ def test_timed_message_on_a_tick_edge_is_rounded_as_the_wheel_rounds(target, pas
     want = at - 1000 if at % 1000 == 0 else at // 1000 * 1000
     require(len(delivered) == 1 and close_enough(target, delivered[0].ts_ms, want), "DELAY-08",
             f"delivery time {at} delivered at {[e.ts_ms for e in delivered]}, the spec says once at {want}")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("DELAY-09")
+@pytest.mark.parametrize("ahead_ms", [20_000, 40_000])
+def test_a_delivery_time_becomes_the_first_longer_delay_level_where_the_proxy_maps_it(target, ahead_ms):
+    """Until 5.1.1 the proxy's ``useDelayLevel`` is on by default: a delivery time ``ahead_ms`` away is sent as
+    the first delay level whose delay is longer (``computeDelayLevel``), and the level wins at the broker: the
+    message comes that level's delay after the send, not at its delivery time. The times lie between two
+    levels, away from either (a wall clock and an SDK that sends whole seconds move them a little)."""
+    target.require("delay.timer")
+    if not delay_rules.proxy_uses_delay_level(release_of(target)):
+        raise NotApplicable(f"from 5.1.1 the proxy leaves a delivery time to the timer wheel (DELAY-08); "
+                            f"the target is {release_of(target)}")
+    oracle = oracle_for(target)
+    levels = [oracle.level_delay_ms(level) for level in range(1, 19)]
+    level = next((i for i, delay in enumerate(levels, start=1) if delay > ahead_ms), len(levels))
+    want = levels[level - 1]
+    target.require_duration(want + 20_000)
+    target.create_topic("T", message_type="DELAY")
+    _consume_all(target)
+    target.producer().send("T", b"x", key="t", delivery_timestamp_ms=target.now_ms() + ahead_ms)
+    target.settle()
+    sent, delivered = _first_delivery_after_send(target, "t")
+    require(len(delivered) == 1, "DELAY-09", f"the timed message was delivered {len(delivered)} times")
+    require(close_enough(target, delivered[0].ts_ms - sent.ts_ms, want), "DELAY-09",
+            f"a delivery time {ahead_ms} ms ahead came {delivered[0].ts_ms - sent.ts_ms} ms after the send; as "
+            f"delay level {level} it comes {want} ms after (levels {levels[:6]}...)")
 
 
 @pytest.mark.profile("grpc-5.x")

@@ -5,11 +5,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.outcomes import NotApplicable
 from history.profiles import BROKER_PROFILES
 from history.values import ListenerOutcome
+from reference_impl.rules import fifo as fifo_rules
 from suites import strategies
 from suites.checks import require
 from suites.harness import run_checked
+from suites.oracle import release_of
 from suites.scenario import Scenario
 
 
@@ -67,16 +70,22 @@ def test_a_fifo_message_redelivered_by_the_server_is_counted_by_the_broker_and_t
     target.require("consumer.simple5x", "consumer.push5x.fifo", f"sdk.{sdk}")
     target.create_topic("T", read_queues=1, write_queues=1, message_type="FIFO")
     target.configure_group("G", fifo=True, retry_max_times=3)
+    if not fifo_rules.order_info_per_offset(release_of(target)):
+        raise NotApplicable(f"at {release_of(target)} the broker keeps one consumed count per queue and blocks by the "
+                            "new receive's invisible time (FIFO-05, FIFO-06 variants), which the model does not follow")
     simple = target.simple_consumer_5x("G", "T")
     producer = target.producer()
     producer.send("T", b"a", key="a", message_group="g")
     producer.send("T", b"b", key="b", message_group="g")
-    first = simple.receive(1, invisible_ms=10_000)
+    # 'a' invisible for longer than a receive may wait: before 5.1 the proxy long-polls for what is left of the
+    # call's deadline (ReceiveMessageActivity@5.0.0: pollTime = remaining - requestTimeout / 2), seconds of wall
+    first = simple.receive(1, invisible_ms=30_000)
+    visible_again_at = target.now_ms() + 30_000
     require([(v.key, v.delivery_attempt) for v in first] == [("a", 1)], "FIFO-06", f"first receive {first}")
     target.advance(3000)
     held = simple.receive(16, invisible_ms=10_000)
     require(held == [], "FIFO-06", f"{[v.key for v in held]} handed out while 'a' of the same group is in flight")
-    target.advance(8000)
+    target.advance(max(0, visible_again_at + 1000 - target.now_ms()))
     again = simple.receive(1, invisible_ms=10_000)
     require([(v.key, v.delivery_attempt) for v in again] == [("a", 2)], "FIFO-06",
             f"after its invisible time 'a' comes back as attempt 2; got {[(v.key, v.delivery_attempt) for v in again]}")

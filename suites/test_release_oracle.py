@@ -102,9 +102,9 @@ def test_machine_rooms_and_hashes_are_the_release_s(check: OracleCheck, release:
     run(check, release)
 
 
-@pytest.mark.spec("QSEL-03", "SEND-4X-06", "SEND-4X-03", "SEND-5X-03", "FILTER-05")
+@pytest.mark.spec("QSEL-03", "SEND-4X-06", "SEND-4X-03", "SEND-5X-03", "FILTER-05", "DELAY-09")
 @pytest.mark.parametrize(("check", "release"), checks_of("QSEL-03", "SEND-4X-06", "SEND-4X-03", "SEND-5X-03",
-                                                         "FILTER-05"))
+                                                         "FILTER-05", "DELAY-09"))
 def test_routes_latency_codes_and_selectors_are_the_release_s(check: OracleCheck, release: str) -> None:
     run(check, release)
 
@@ -115,5 +115,5 @@ def test_every_check_is_run() -> None:
            "PRIM-01", "DELAY-02", "FILTER-06", "RETRY-CONC-04", "MSGID-01", "STORE-01", "STORE-04", "STORE-06",
            "STORE-07", "STORE-09", "REMOTING-01", "FIFO-03", "ALLOC-01", "ALLOC-02", "ALLOC-03", "DELAY-05",
            "DELAY-07", "TOPIC-05", "LIMIT-03", "ALLOC-06", "PRIM-02", "PRIM-03", "RETRY-5X-04", "MSGID-02", "TX-03",
-           "QSEL-03", "SEND-4X-06", "SEND-4X-03", "SEND-5X-03", "FILTER-05"}
+           "QSEL-03", "SEND-4X-06", "SEND-4X-03", "SEND-5X-03", "FILTER-05", "DELAY-09"}
     assert {c.spec_id for c in CHECKS} <= ran

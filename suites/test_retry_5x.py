@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given
 
+from reference_impl.rules import retry5x
 from suites import strategies
 from suites.checks import require
 from suites.harness import drives_nodejs_only, run_checked
+from suites.oracle import release_of
 from suites.scenario import MessagePlan, Scenario
 from suites.tolerance import (
     lateness_of,
@@ -136,3 +138,28 @@ def test_the_handle_a_change_of_invisible_time_replaced(target):
     require(consumer.ack(received[0]) == 20000, "RETRY-5X-09", "the new delivery's ack refused")
     target.advance(max(0, old_until + 1000 - target.now_ms()))  # past the old handle's own invisible time
     require(consumer.ack(view) == 40013, "RETRY-5X-09", "the replaced handle after its own time must be 40013")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-10")
+def test_a_new_groups_first_receive_starts_where_its_release_starts_it(target):
+    """Two messages stored before a new group's first receive (``getInitOffset``, init mode MAX as the proxy
+    sends it): from 5.1.4 the group starts at the queue's first message, offset 0 being still in memory; before
+    5.1.4 at the last one, and the first is never delivered to that group."""
+    target.require("consumer.simple5x")
+    target.create_topic("T", read_queues=1, write_queues=1)
+    producer = target.producer()
+    for key in ("a", "b"):
+        producer.send("T", key.encode(), key=key)
+    consumer = target.simple_consumer_5x("G", "T")
+    start = retry5x.pop_init_offset(0, 2, True, release=release_of(target))
+    want, got = ["a", "b"][start:], []
+    for _ in range(4):  # bounded: until a receive comes back empty after the expected ones
+        views = consumer.receive(16, invisible_ms=30_000)
+        for view in views:
+            got.append(view.key)
+            consumer.ack(view)
+        if not views and len(got) >= len(want):
+            break
+    require(got == want, "RETRY-5X-10", f"a new group received {got} of ['a', 'b'] stored before its first receive; "
+                                        f"at {release_of(target)} it starts at offset {start}: {want}")

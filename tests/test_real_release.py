@@ -22,15 +22,15 @@ from adapters import release_jars
 from history.profiles import GRPC_5X, REMOTING_4X
 
 pytestmark = pytest.mark.real_release
-"""Run by ``make real-gate``, not yet by ``make test``: at a 20 s budget the gate still meets a wall-clock budget
-the harness does not account for (a 5.x dead letter read after the budget ran out), see the closing note."""
+"""Run by ``make test`` beside the project's other tests (which yield it the CPU), and alone by ``make real-gate``."""
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWEST = "5.5.0"
 """The newest covered 5.x release whose name server, broker and proxy Maven Central serves."""
-GATE_BUDGET_S = 20
+GATE_BUDGET_S = 30
 """Wall seconds one test may take in ``make test``'s gate: longer ladders are not applicable there (the nightly
-``make real-matrix`` runs them with a larger budget)."""
+``make real-matrix`` runs them too). Below about 30 s the 4.x SDK's consumers, which rebalance before their first
+pull, have not always begun to consume within a test's settle."""
 
 
 def _jars_or_not_applicable(release: str) -> None:

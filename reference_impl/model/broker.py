@@ -439,7 +439,7 @@ class Broker:
             for qid in config.read_queue_ids():
                 queue = self.queues.get((source, qid), [])
                 key = (group, source, qid)
-                offset = self.pop_offsets.get(key, 0)
+                offset = self._pop_offset(key)
                 while offset < len(queue) and len(out) < max_messages:
                     message = queue[offset]
                     offset += 1
@@ -455,6 +455,24 @@ class Broker:
                     out.append(flight)
                 self.pop_offsets[key] = offset
         return out
+
+    def first_receive(self, group: str, topic: str) -> None:
+        """A push consumer's first receive, a long poll sent as it starts: it fixes where the group pops each
+        queue of ``topic`` and of its pop retry topic before anything sent later (RETRY-5X-10)."""
+        for source in (topic, retry4x.pop_retry_topic_v1(group, topic)):
+            config = self.topics.get(source)
+            for qid in config.read_queue_ids() if config is not None else ():
+                self._pop_offset((group, source, qid))
+
+    def _pop_offset(self, key: tuple[str, str, int]) -> int:
+        """Where ``group`` pops ``topic``'s queue next; its first pop there fixes and commits the start
+        (RETRY-5X-10, ``getInitOffset``: the model's queues start at 0 and stay in memory)."""
+        if key not in self.pop_offsets:
+            group, topic, qid = key
+            self.pop_offsets[key] = retry5x.pop_init_offset(
+                0, len(self.queues.get((topic, qid), [])), True,
+                retry_topic=topic.startswith(retry4x.RETRY_TOPIC_PREFIX), release=self.sim.release)
+        return self.pop_offsets[key]
 
     def _check_out(self, message: Message, group: str, origin_topic: str, invisible_ms: int, fifo: bool,
                    attempt_id: str = "") -> InFlight:
@@ -589,7 +607,7 @@ class Broker:
             if info is not None and info.need_block(attempt_id, now, invisible_ms):
                 continue
             queue = self.queues.get((topic, qid), [])
-            offset = self.pop_offsets.get(key, 0)
+            offset = self._pop_offset(key)
             batch = queue[offset:offset + max_messages]
             if not batch:
                 continue

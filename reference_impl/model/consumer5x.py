@@ -87,6 +87,7 @@ class PushConsumer5x:
         self.sim.broker.on_arrival(self.topic, self.pump)
         if retry5x.retry_arrival_wakes_long_poll(self.sim.release):  # RETRY-5X-11
             self.sim.broker.on_arrival(retry4x.pop_retry_topic_v1(self.group, self.topic), self.pump)
+        self.sim.broker.first_receive(self.group, self.topic)
         self.sim.clock.call_later(0, self.pump)
 
     def shutdown(self) -> None:

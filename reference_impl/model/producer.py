@@ -134,6 +134,9 @@ class Producer:
         if delay_level:
             props["DELAY"] = str(delay_level)
         if delivery_timestamp_ms is not None:
+            if self.grpc and delay_rules.proxy_uses_delay_level(self.sim.release):  # DELAY-09: the level wins
+                props["DELAY"] = str(delay_rules.delay_level_for_timestamp(
+                    delivery_timestamp_ms, self.sim.clock.now_ms, self.sim.broker.delay_table))
             props["TIMER_DELIVER_MS"] = str(delivery_timestamp_ms)
         return props
 

@@ -269,6 +269,11 @@ def proxy_delivery_time_legal(delivery_timestamp: int, now: int,
     return delivery_timestamp - now <= max_delay_ms
 
 
+def proxy_uses_delay_level(release: str = versions.LATEST) -> bool:
+    """The proxy's ``useDelayLevel`` default: on up to 5.1.0, off from 5.1.1 (DELAY-09)."""
+    return versions.key(release) < versions.key("5.1.1")
+
+
 def delay_level_for_timestamp(delivery_timestamp: int, now: int,
                               table: DelayTable = DEFAULT_DELAY_TABLE) -> int:
     """Proxy ``computeDelayLevel``: the first level whose delay exceeds the interval, else the last (DELAY-09)."""

@@ -114,6 +114,18 @@ class OrderInfo:
         return False
 
 
+ORDER_INFO_PER_OFFSET_SINCE = "5.1.0"
+
+
+def order_info_per_offset(release: str) -> bool:
+    """Whether the broker's order info keeps a consumed count per offset and blocks a queue by each popped
+    message's own next visible time (``OrderInfo.needBlock``, FIFO-05/06): from 5.1.0. At 5.0.0 it keeps one
+    count per queue (``ConsumerOrderInfoManager.update``: the same offsets popped again count one more, others
+    reset it to 0) and blocks while the last pop is younger than the *new* receive's invisible time
+    (``checkBlock``); the model does not follow 5.0.0 there."""
+    return versions.holds(release, since=ORDER_INFO_PER_OFFSET_SINCE)
+
+
 CHANGE_SETS_NEXT_VISIBLE_SINCE = "5.1.0"
 
 

@@ -417,10 +417,12 @@ def revive_reconsume_times(reconsume_times: int, suspend: bool = False, release:
 
 
 def pop_init_offset(min_offset: int, max_offset: int, offset_zero_in_memory: bool, init_mode_max: bool = True,
-                    retry_topic: bool = False) -> int:
-    """``PopMessageProcessor.getInitOffset`` for a new group (RETRY-5X-10)."""
-    if not init_mode_max or retry_topic:
+                    retry_topic: bool = False, release: str = versions.LATEST) -> int:
+    """``PopMessageProcessor.getInitOffset`` for a new group (RETRY-5X-10): a retry topic starts at its min
+    offset from 5.3.1; from 5.1.4 a queue whose offset 0 is still in memory starts at 0; else the last message
+    (the proxy's init mode is MAX), so before 5.1.4 a group's first pop skips all but the last message."""
+    if not init_mode_max or (retry_topic and versions.key(release) >= versions.key("5.3.1")):
         return min_offset
-    if min_offset <= 0 and offset_zero_in_memory:
+    if min_offset <= 0 and offset_zero_in_memory and versions.key(release) >= versions.key("5.1.4"):
         return 0
     return max(0, max_offset - 1)
