@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from history.outcomes import NotApplicable
@@ -42,6 +42,7 @@ def _timer_reached_through_the_proxy(target) -> None:
 @BOTH
 @pytest.mark.spec("DELAY-01", "DELAY-03", "DELAY-04", "DELAY-05", "DELAY-06")
 @given(level=st.integers(1, 30))
+@example(level=1)  # the shortest: within any budget
 def test_delayed_message_arrives_after_its_level(make_target, profile, level):
     """A message with DELAY = level is delivered exactly min(level, 18)'s delay after the send."""
     target = make_target(profile)

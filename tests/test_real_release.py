@@ -69,27 +69,29 @@ def test_the_newest_release_passes_its_gate_through_both_sdks(tmp_path):
 
 
 def test_a_release_started_with_a_changed_key_turns_the_gate_red_naming_the_behaviour(tmp_path):
-    """``reviveInterval`` (RETRY-5X-11's revive scan) set to 20 wall seconds instead of what the suite set: the
-    5.x nack ladder's property fails at its first example that nacks (its explicit one), the gate names
-    RETRY-5X-11 among its unexpected failures, and the failure is reported well within the test's budget
-    (nothing shrinks on a wall clock)."""
+    """``messageDelayLevel`` (DELAY-01's table) set to 3 wall seconds at every level instead of the scaled table
+    the suite set: the delay property fails at its first example (its explicit one, level 1: 5 s of spec time,
+    one wall second, comes after 15), the gate names DELAY-01 among its unexpected failures, and the failure is
+    reported well within the test's budget (nothing shrinks on a wall clock)."""
     _jars_or_not_applicable(NEWEST)
     conf = tmp_path / "broken.conf"
-    conf.write_text("# a broker that scans for revivals every 20 s instead of every 200 ms\nreviveInterval=20000\n")
-    budget = 90
+    conf.write_text("# a broker whose delay levels are not the ones the suite set\n"
+                    "messageDelayLevel=" + " ".join(["3s"] * 18) + "\n")
+    budget = 60
     started = time.monotonic()
-    run = _rmqc_run(tmp_path / "run", "--target", f"release:{NEWEST}", "--profile", GRPC_5X, "-k",
-                    "test_push_5x_nack_ladder", "--expectations", str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"),
-                    "--budget", str(budget), "--pytest-arg=--durations=0",
-                    env={"RMQC_RELEASE_BROKER_CONF": str(conf)}, timeout_s=900)
+    run = _rmqc_run(tmp_path / "run", "--target", f"release:{NEWEST}", "--profile", REMOTING_4X, "-k",
+                    "test_delayed_message_arrives_after_its_level", "--expectations",
+                    str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"), "--budget", str(budget),
+                    "--pytest-arg=--durations=0", env={"RMQC_RELEASE_BROKER_CONF": str(conf)}, timeout_s=900)
     elapsed = time.monotonic() - started
     assert (tmp_path / "run" / "summary.json").exists(), f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert run.returncode == 1 and not summary["gate"]["passed"], run.stdout[-3000:]
-    assert "RETRY-5X-11" in {failure["id"] for failure in summary["gate"]["unexpected_failures"]}
-    assert summary["timing"]["release"]["keys"]["broker"]["reviveInterval"] == "20000"  # recorded as set
-    assert re.search(r"Falsifying (explicit )?example|Failing test case", run.stdout), run.stdout[-3000:]
+    named = {failure["id"] for failure in summary["gate"]["unexpected_failures"]}
+    assert named == {"DELAY-01"}, named  # the behaviour the key broke, and only it
+    assert summary["timing"]["release"]["keys"]["broker"]["messageDelayLevel"].startswith("3s 3s")  # recorded as set
+    assert re.search(r"(Falsifying|Failing) (explicit )?example|Failing test case", run.stdout), run.stdout[-3000:]
     assert "Trying example" not in run.stdout and "Shrinking" not in run.stdout
     # the property's own time: its first example, bounded by the budget, and Hypothesis's one replay of it
-    call = re.search(r"([\d.]+)s call +\S*test_push_5x_nack_ladder", run.stdout)
+    call = re.search(r"([\d.]+)s call +\S*test_delayed_message_arrives_after_its_level", run.stdout)
     assert call and float(call.group(1)) <= 2 * budget + 30, (call and call.group(0), elapsed)
