@@ -23,6 +23,19 @@ def _first_delivery_after_send(target, key):
     return sent, delivered
 
 
+def _sent_and_delivered_once(target, sid, *, delay_level=0, delivery_ahead_ms=None):
+    """A DELAY topic ``T`` consumed by ``G``, one message sent with a delay level or a delivery time that many ms
+    ahead, everything settled: its send and its one delivery (``sid`` fails when it is not delivered once)."""
+    target.create_topic("T", message_type="DELAY")
+    _consume_all(target)
+    at = None if delivery_ahead_ms is None else target.now_ms() + delivery_ahead_ms
+    target.producer().send("T", b"x", key="d", delay_level=delay_level, delivery_timestamp_ms=at)
+    target.settle()
+    sent, delivered = _first_delivery_after_send(target, "d")
+    require(len(delivered) == 1, sid, f"the delayed message was delivered {len(delivered)} times")
+    return sent, delivered[0]
+
+
 def _consume_all(target, topic="T", group="G"):
     from history.values import ListenerOutcome
 
@@ -52,16 +65,11 @@ def test_delayed_message_arrives_after_its_level(make_target, profile, level):
         target.require_duration(want)
     except NotApplicable as exc:  # a wall clock: this level only; a shorter one may be within reach
         out_of_reach(exc)
-    target.create_topic("T", message_type="DELAY")
-    _consume_all(target)
-    target.producer().send("T", b"x", key="d", delay_level=level)
-    target.settle()
-    sent, delivered = _first_delivery_after_send(target, "d")
-    require(len(delivered) == 1, "DELAY-06", f"delayed message delivered {len(delivered)} times")
-    require(close_enough(target, delivered[0].ts_ms - sent.ts_ms, want), "DELAY-01",
-            f"level {level}: delivered after {delivered[0].ts_ms - sent.ts_ms} ms, the spec says {want} ms "
+    sent, delivered = _sent_and_delivered_once(target, "DELAY-06", delay_level=level)
+    require(close_enough(target, delivered.ts_ms - sent.ts_ms, want), "DELAY-01",
+            f"level {level}: delivered after {delivered.ts_ms - sent.ts_ms} ms, the spec says {want} ms "
             f"(tolerance {tolerance_for(target).allowed(want):.0f} ms)")
-    require(delivered[0].topic == "T", "DELAY-06", f"delivered from {delivered[0].topic}, not the real topic")
+    require(delivered.topic == "T", "DELAY-06", f"delivered from {delivered.topic}, not the real topic")
     if "inspect.broker" in target.capabilities:
         scheduled = target.stored_messages("SCHEDULE_TOPIC_XXXX")
         require(len(scheduled) == 1 and scheduled[0]["queue_id"] == min(level, 18) - 1, "DELAY-03",
@@ -125,14 +133,9 @@ def test_a_delivery_time_becomes_the_first_longer_delay_level_where_the_proxy_ma
     level = next((i for i, delay in enumerate(levels, start=1) if delay > ahead_ms), len(levels))
     want = levels[level - 1]
     target.require_duration(want + 20_000)
-    target.create_topic("T", message_type="DELAY")
-    _consume_all(target)
-    target.producer().send("T", b"x", key="t", delivery_timestamp_ms=target.now_ms() + ahead_ms)
-    target.settle()
-    sent, delivered = _first_delivery_after_send(target, "t")
-    require(len(delivered) == 1, "DELAY-09", f"the timed message was delivered {len(delivered)} times")
-    require(close_enough(target, delivered[0].ts_ms - sent.ts_ms, want), "DELAY-09",
-            f"a delivery time {ahead_ms} ms ahead came {delivered[0].ts_ms - sent.ts_ms} ms after the send; as "
+    sent, delivered = _sent_and_delivered_once(target, "DELAY-09", delivery_ahead_ms=ahead_ms)
+    require(close_enough(target, delivered.ts_ms - sent.ts_ms, want), "DELAY-09",
+            f"a delivery time {ahead_ms} ms ahead came {delivered.ts_ms - sent.ts_ms} ms after the send; as "
             f"delay level {level} it comes {want} ms after (levels {levels[:6]}...)")
 
 
