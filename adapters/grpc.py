@@ -304,8 +304,11 @@ class GrpcTarget(Target):
     def _dlq_reader(self, group: str) -> Any | None:
         if group in self._dlq_readers:
             return self._dlq_readers[group]
-        reader = self._reader(f"rmqc-dlq-{self.names.tag}", f"%DLQ%{self.real(group)}")
+        reader_group, dlq = f"rmqc-dlq-{self.names.tag}", f"%DLQ%{self.real(group)}"
+        reader = self._reader(reader_group, dlq)
         if reader is not None:
+            if self.admin is not None:  # every dead letter, not just the last (RETRY-5X-10)
+                self.admin.start_group_at_first(dlq, reader_group)
             self._clients.append(reader)
             self._dlq_readers[group] = reader
         return reader
@@ -331,7 +334,8 @@ class GrpcTarget(Target):
 
     def read_stored(self, topic: str) -> list[MessageView]:
         """Through the SDK: a simple consumer of a group of its own reads ``topic`` until two receives in a
-        row are empty, acking what it gets, so the owner group sees no change. With a name server known,
+        row are empty, acking what it gets, so the owner group sees no change; with a name server known, that
+        group starts at each queue's first message (``start_group_at_first``, RETRY-5X-10). With a name server known,
         each message's system properties come from a remoting pull of the same topic: the 5.x proxy hands a
         gRPC client its user properties only."""
         real = self.real(topic)
@@ -340,6 +344,8 @@ class GrpcTarget(Target):
         reader = self._reader(group, real)
         if reader is None:  # a topic never written stores nothing
             return []
+        if self.admin is not None:  # read from the first message whatever the release does with a new group
+            self.admin.start_group_at_first(real, group)
         views: list[MessageView] = []
         try:
             empty, deadline = 0, time.monotonic() + self.budget_s
@@ -361,8 +367,11 @@ class GrpcTarget(Target):
             return views
         # copies of one message (its retries) share an id: a copy is told apart by its reconsume times too
         pulled = {(_client_id(m), m.reconsume_times): m for m in self.admin.read_topic(real, group)}
-        return [dataclasses.replace(v, properties={**pulled[(v.msg_id, v.reconsume_times)].properties, **v.properties})
+        read = [dataclasses.replace(v, properties={**pulled[(v.msg_id, v.reconsume_times)].properties, **v.properties})
                 if (v.msg_id, v.reconsume_times) in pulled else v for v in views]
+        # what the SDK could not read: a topic the name server has no route for (5.0.0's pop retry topics)
+        seen = {(v.msg_id, v.reconsume_times) for v in views}
+        return read + [_pulled_view(self, m) for key, m in pulled.items() if key not in seen]
 
     # ---- admin --------------------------------------------------------------------------------
 
@@ -656,6 +665,15 @@ def _view(target: GrpcTarget, m: Any, attempt: int) -> MessageView:
     return MessageView(m.message_id, target.logical(m.topic), _key_of(m), m.tag,
                        m.body, max(0, (m.delivery_attempt or 1) - 1), attempt, -1, -1, target.logical(m.topic),
                        m.message_group, props, m.receipt_handle)
+
+
+def _pulled_view(target: GrpcTarget, m: Any) -> MessageView:
+    """A stored message read by a remoting pull (``RemotingAdmin.read_topic``) as the suites see a message."""
+    props = dict(m.properties)
+    key = next(iter(props.get("KEYS", "").split()), None)
+    return MessageView(_client_id(m), target.logical(m.topic), key, props.get("TAGS"), m.body, m.reconsume_times,
+                       m.reconsume_times + 1, m.queue_id, m.queue_offset, target.logical(m.topic),
+                       props.get("__SHARDINGKEY"), props)
 
 
 SIMPLE_HANDLES_KEPT = 65_536

@@ -168,6 +168,11 @@ class RemotingClient:
         messages = commitlog_units(answer.body) if answer.code == codes.SUCCESS else []
         return answer.code, messages, int(answer.ext.get("nextBeginOffset", offset))
 
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> int:
+        """``UPDATE_CONSUMER_OFFSET``, as ``mqadmin`` and a 4.x consumer commit an offset; the broker's code."""
+        return self.call(codes.UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue_id,
+                                                        "commitOffset": offset}).code
+
 
 def commitlog_units(body: bytes) -> list[CommitLogMessage]:
     """A pull's body: commit-log units one after the other, each led by its total size."""
@@ -224,21 +229,35 @@ class RemotingAdmin:
         self._each_broker(lambda b: b.create_group(group, retry_max_times, orderly, retry_policy, retry_ladder_ms,
                                                    retry_queue_nums))
 
-    def read_topic(self, topic: str, group: str, most: int = 100_000) -> list[CommitLogMessage]:
-        """Every message ``topic`` stores, pulled from offset 0 of each queue of its route as ``group``, as a
-        4.x pull consumer reads it (every property shown); nothing when the name server has no route."""
+    def _queues_of(self, topic: str) -> list[tuple[str | None, int]]:
+        """Each broker address that keeps ``topic`` and its read queue count: from the name server's route, or
+        where it has none (a 5.x pop retry topic, kept by brokers to themselves) from each broker."""
         with RemotingClient(self.namesrv, self.timeout_s) as ns:
             route = ns.route(topic)
         if route:
             addresses = {b["brokerName"]: b["brokerAddrs"].get("0") for b in route.get("brokerDatas", [])}
-            where = [(addresses.get(q["brokerName"]), int(q.get("readQueueNums", 0))) for q in route.get("queueDatas", [])]
-        else:  # no route: a topic brokers keep to themselves (a 5.x pop retry topic), asked of each broker
-            where = []
-            for address in self.brokers():
+            return [(addresses.get(q["brokerName"]), int(q.get("readQueueNums", 0))) for q in route.get("queueDatas", [])]
+        where: list[tuple[str | None, int]] = []
+        for address in self.brokers():
+            with RemotingClient(address, self.timeout_s) as broker:
+                where.append((address, broker.topic_read_queues(topic) or 0))
+        return where
+
+    def start_group_at_first(self, topic: str, group: str) -> None:
+        """Commit ``group``'s offset 0 in every queue of ``topic``, as ``mqadmin`` can: a new 5.x group would
+        otherwise start its first pop at a queue's last message where offset 0 is not in memory, or always
+        before 5.1.4 (RETRY-5X-10). A broker's refusal leaves that queue as it was."""
+        for address, read_queues in self._queues_of(topic):
+            if address:
                 with RemotingClient(address, self.timeout_s) as broker:
-                    where.append((address, broker.topic_read_queues(topic) or 0))
+                    for queue_id in range(read_queues):
+                        broker.commit_offset(group, topic, queue_id, 0)
+
+    def read_topic(self, topic: str, group: str, most: int = 100_000) -> list[CommitLogMessage]:
+        """Every message ``topic`` stores, pulled from offset 0 of each queue of its route as ``group``, as a
+        4.x pull consumer reads it (every property shown); nothing when the name server has no route."""
         out: list[CommitLogMessage] = []
-        for address, read_queues in where:
+        for address, read_queues in self._queues_of(topic):
             if not address or not read_queues:
                 continue
             with RemotingClient(address, self.timeout_s) as broker:
