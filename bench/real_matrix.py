@@ -5,7 +5,8 @@ validation, on real brokers). The matrix's JSON and each soak's check result are
 for readers; the HTML and the event logs stay in the output folder (build output).
 
 A release the registry does not serve whole (4.9.8's name server and broker, 5.1.4's proxy) runs what it can, and
-the rest is listed with the registry's reason. This is a bench, not CI: a whole run takes hours.
+the rest is listed with the registry's reason. This is a bench, not CI: a whole run takes about an hour. A run of some
+releases (``--releases``) keeps what earlier runs wrote of the others, and the matrix covers every run folder.
 
     python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s]
 """
@@ -62,11 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     out, docs = Path(args.out), Path(args.docs)
     out.mkdir(parents=True, exist_ok=True)
     docs.mkdir(parents=True, exist_ok=True)
-    index: dict[str, dict] = {}
-    runs: list[Path] = []
+    index_path = docs / "index.json"  # a run of some releases keeps what earlier runs wrote of the others
+    index: dict[str, dict] = json.loads(index_path.read_text()) if index_path.exists() else {}
     for release in args.releases.split(","):
         started = time.monotonic()
-        entry: dict = {"runs": {}, "skipped": {}, "soak": None}
+        entry: dict = {"runs": {}, "skipped": {}, "soak": index.get(release, {}).get("soak")}  # kept unless soaked
         index[release] = entry
         try:
             jars = release_jars.resolve(release, lambda line: print(f"  {line}", flush=True))
@@ -92,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
             code = run(command, folder / "run.log")
             entry["runs"][sdk] = {"exit": code, "seconds": round(time.monotonic() - t0, 1)}
             if (folder / "summary.json").exists():
-                runs.append(folder)
                 entry["runs"][sdk].update(verdict_counts(folder / "summary.json"))
             print(f"{release} {sdk}: exit {code} in {entry['runs'][sdk]['seconds']:.0f} s: "
                   f"{entry['runs'][sdk].get('verdicts', {})}", flush=True)
@@ -100,11 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             entry["soak"] = soak(release, out, docs, args.soak)
         entry["seconds"] = round(time.monotonic() - started, 1)
         print(f"{release}: {entry['seconds'] / 60:.1f} min", flush=True)
+    runs = sorted(folder for folder in out.iterdir() if (folder / "summary.json").exists()
+                  and folder.name.split("-")[0] in index)  # every release's runs, the earlier ones too
     if runs:
         code = run(rmqc("report", *map(str, runs), "--out", str(out / "matrix")), out / "report.log")
         if code == 0 and (out / "matrix" / "matrix.json").exists():
             shutil.copy(out / "matrix" / "matrix.json", docs / "matrix.json")
-    (docs / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    index_path.write_text(json.dumps(dict(sorted(index.items())), indent=2) + "\n")
     print(f"matrix: {out / 'matrix' / 'matrix.html'}; summaries in {docs}")
     return 0
 
