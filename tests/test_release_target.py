@@ -210,3 +210,21 @@ def test_rmqc_broker_start_and_stop(tmp_path):
     assert stop.returncode == 0 and "stopped namesrv, proxy" in stop.stdout
     with pytest.raises(ConnectionRefusedError):  # nothing answers on the name server's port any more
         socket.create_connection(("127.0.0.1", int(record["namesrv"].rpartition(":")[2])), timeout=5).close()
+
+
+def test_a_child_process_drives_the_cluster_its_parent_started(monkeypatch, tmp_path):
+    """``rmqc soak``'s consumers run in processes of their own: ``RMQC_RELEASE_ATTACH`` hands them the running
+    cluster's plan, so a ``release:V`` target there drives it instead of starting another; another release, or
+    a malformed value, is not taken for it."""
+    from adapters import release
+
+    started = ReleaseCluster(ReleasePlan("5.3.3", PORTS, 0.2, tmp_path, True, (("reviveInterval", "20000"),)),
+                             release_jars.ReleaseJars("5.3.3", tmp_path, ("namesrv", "broker", "proxy"), {}))
+    monkeypatch.setattr(release, "jars_of", lambda r: started.jars)
+    monkeypatch.setenv(release.ATTACH_ENV, release.attach_environment(started)[release.ATTACH_ENV])
+    attached = release._attached("5.3.3")
+    assert attached is not None and attached.plan == started.plan and not attached.components
+    assert release._attached("5.5.0") is None
+    monkeypatch.setenv(release.ATTACH_ENV, "{not json")
+    with pytest.raises(TargetError, match="RMQC_RELEASE_ATTACH"):
+        release._attached("5.3.3")
