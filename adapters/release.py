@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,6 +33,8 @@ from .targets import RELEASE, Probe
 SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
 BROKER_CONF_ENV = "RMQC_RELEASE_BROKER_CONF"
 HOME_ENV = "RMQC_RELEASE_HOME"
+SDK_ENV = "RMQC_RELEASE_SDK"
+"""The 5.x SDK the grpc-5.x profile of a ``release:V`` target drives: ``python`` (the default) or ``nodejs``."""
 ATTACH_ENV = "RMQC_RELEASE_ATTACH"
 """A running cluster's plan (JSON), set by a process that started it for the processes it spawns (``rmqc soak``'s
 consumers): a ``release:V`` target of the same release there drives that cluster instead of starting its own."""
@@ -182,6 +185,47 @@ def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -
                                          namesrv=plan.namesrv_address, **options), cluster)
 
 
+def release_node_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
+    """The Node.js 5.x SDK against the release's proxy (``$RMQC_RELEASE_SDK=nodejs``): its driver runs on the
+    release's time scale, groups get the scaled retry ladder before their first client."""
+    from .grpc import ServerInfo
+    from .nodejs import NodeTarget
+
+    plan = cluster.plan
+
+    class ReleaseNodeTarget(NodeTarget):
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            self._configured: set[str] = set()
+            super().__init__(*args, **kw)
+
+        def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
+                            retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
+                            retry_ladder_ms: Sequence[int] | None = None) -> None:
+            ladder = wire_ladder_ms(plan.time_scale, retry_ladder_ms) if retry_policy == "CUSTOMIZED" else None
+            self._configured.add(name)
+            super().configure_group(name, retry_max_times=retry_max_times, fifo=fifo, retry_policy=retry_policy,
+                                    retry_queue_nums=retry_queue_nums, retry_ladder_ms=ladder)
+
+        def _ensure_group(self, group: str) -> None:
+            """Every group gets the scaled default ladder before its first client (``BrokerTiming``)."""
+            if group not in self._configured:
+                self.configure_group(group)
+
+        def push_consumer_5x(self, group: str, topic: str, listener: Any, **kw: Any) -> Any:
+            self._ensure_group(group)
+            return super().push_consumer_5x(group, topic, listener, **kw)
+
+        def simple_consumer_5x(self, group: str, topic: str, **kw: Any) -> Any:
+            self._ensure_group(group)
+            return super().simple_consumer_5x(group, topic, **kw)
+
+    options.pop("namesrv", None)
+    info = ServerInfo(plan.time_scale, time.time() * 1000, False, f"RocketMQ {plan.release}", plan.release,
+                      release=plan.release)
+    return _as_release(ReleaseNodeTarget(plan.grpc_address, profile, namesrv=plan.namesrv_address, info=info,
+                                         **options), cluster)
+
+
 def release_remoting_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
     """The 4.x SDK (``rocketmq-client-python``) against the release's name server."""
     from .remoting4x import RemotingTarget
@@ -198,7 +242,10 @@ def build(address: str, profile: str, **options: Any) -> Any:
         if not cluster.plan.with_proxy:
             reason = cluster.jars.missing.get("proxy") or f"RocketMQ {address} has no proxy"
             raise NotApplicable(f"{RELEASE.text(address)}: no 5.x proxy: {reason}")
-        return release_grpc_target(cluster, profile, **options)
+        sdk = os.environ.get(SDK_ENV) or "python"
+        if sdk not in ("python", "nodejs"):
+            raise TargetError(f"{SDK_ENV}={sdk!r}: the 5.x SDK a release is driven through is python or nodejs")
+        return (release_node_target if sdk == "nodejs" else release_grpc_target)(cluster, profile, **options)
     if profile == REMOTING_4X:
         return release_remoting_target(cluster, profile, **options)
     raise NotApplicable(f"{RELEASE.text(address)} runs {GRPC_5X} and {REMOTING_4X}, not {profile}")

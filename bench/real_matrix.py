@@ -27,11 +27,12 @@ sys.path.insert(0, str(ROOT))
 from adapters import release_jars  # noqa: E402
 from spec import versions  # noqa: E402
 
-SDKS = {"python": ("grpc-5.x", "the official Python 5.x SDK through the release's proxy"),
-        "cpp4x": ("remoting-4.x", "the 4.x SDK (rocketmq-client-python over the C++ client) through its name server")}
-"""The SDK targets a ``release:V`` run can drive, by the profile that selects them."""
-NOT_YET = {"nodejs": "the Node.js driver takes its time scale from rmqc serve; a compressed release is not wired to it yet",
-           "java4x": "the Java 4.x driver is not built yet (issue 34)", "java5x": "the Java 5.x driver is not built yet "
+SDKS = {"python": ("grpc-5.x", "the official Python 5.x SDK through the release's proxy", {}),
+        "nodejs": ("grpc-5.x", "the official Node.js 5.x SDK through the release's proxy", {"RMQC_RELEASE_SDK": "nodejs"}),
+        "cpp4x": ("remoting-4.x", "the 4.x SDK (rocketmq-client-python over the C++ client) through its name server", {})}
+"""The SDK targets a ``release:V`` run can drive: the profile that selects them and the environment that picks the
+SDK (``adapters.release``)."""
+NOT_YET = {"java4x": "the Java 4.x driver is not built yet (issue 34)", "java5x": "the Java 5.x driver is not built yet "
            "(issue 34)", "go": "the Go driver is not built yet (issue 34)"}
 
 
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             if sdk not in SDKS:
                 entry["skipped"][sdk] = NOT_YET.get(sdk, f"unknown SDK {sdk!r}")
                 continue
-            profile, _ = SDKS[sdk]
+            profile, _, sdk_env = SDKS[sdk]
             if profile == "grpc-5.x" and not jars.has("proxy"):
                 entry["skipped"][sdk] = jars.missing.get("proxy", "no proxy before 5.0.0")
                 continue
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                            "--out", str(folder), *(["--expectations", str(expectations)] if expectations.exists() else []))
             t0 = time.monotonic()
             folder.mkdir(parents=True)
-            code = run(command, folder / "run.log")
+            code = run(command, folder / "run.log", env=sdk_env)
             entry["runs"][sdk] = {"exit": code, "seconds": round(time.monotonic() - t0, 1)}
             if (folder / "summary.json").exists():
                 entry["runs"][sdk].update(verdict_counts(folder / "summary.json"))
