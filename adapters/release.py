@@ -145,7 +145,7 @@ def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
     and ladder the release then has, what no key compresses) and what the suites judge it by."""
     plan = cluster.plan
     target.name = RELEASE.text(plan.release)
-    target.version = plan.release
+    target.version = target.release = plan.release
     target.broker_timing = plan.broker_timing()
     target.release_record = {
         "release": plan.release, "keys": plan.keys_set(), "effective_delay_levels_ms": plan.effective_delay_levels_ms(),

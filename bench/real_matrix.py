@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=30,
                         help="wall seconds one test may take (30: a release's full run within 15 minutes)")
     parser.add_argument("--soak", default="180s", help="soak duration per 5.x release (0 to skip)")
+    parser.add_argument("--workload", default=str(ROOT / "bench" / "workloads" / "real-release.yaml"),
+                        help="the soak's workload (retries, FIFO and transactions, so the checks have work)")
     parser.add_argument("--out", default=str(ROOT / "reports" / "out" / "real-matrix"))
     parser.add_argument("--docs", default=str(ROOT / "docs" / "real-matrix"))
     args = parser.parse_args(argv)
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{release} {sdk}: exit {code} in {entry['runs'][sdk]['seconds']:.0f} s: "
                   f"{entry['runs'][sdk].get('verdicts', {})}", flush=True)
         if args.soak not in ("0", "0s") and jars.has("proxy"):
-            entry["soak"] = soak(release, out, docs, args.soak)
+            entry["soak"] = soak(release, out, docs, args.soak, Path(args.workload))
         entry["seconds"] = round(time.monotonic() - started, 1)
         print(f"{release}: {entry['seconds'] / 60:.1f} min", flush=True)
     runs = sorted(folder for folder in out.iterdir() if (folder / "summary.json").exists()
@@ -126,13 +128,14 @@ def verdict_counts(summary_path: Path) -> dict:
             "unexpected": [u["id"] for u in gate.get("unexpected_failures", []) + gate.get("unexpected_passes", [])]}
 
 
-def soak(release: str, out: Path, docs: Path, duration: str) -> dict:
+def soak(release: str, out: Path, docs: Path, duration: str, workload: Path) -> dict:
     """Soak the release through the Python SDK, then Spark-check the log; the check's result goes to docs/."""
     folder = out / f"soak-{release}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     log = folder / "events"
-    code = run(rmqc("soak", "--target", f"release:{release}", "--duration", duration, "--out", str(log)),
+    code = run(rmqc("soak", "--target", f"release:{release}", "--duration", duration, "--workload", str(workload),
+                    "--out", str(log)),
                folder / "soak.log", env={"RMQC_RELEASE_HOME": str(folder)})
     result: dict = {"soak_exit": code}
     if code == 0:
