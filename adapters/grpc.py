@@ -154,6 +154,9 @@ class GrpcTarget(Target):
         self._deliveries: Counter[tuple[str, str]] = Counter()  # (group, msg_id) -> deliveries seen
         self._open_halves: dict[str, int] = {}  # msg_id -> spec ms of the half or its last check, while unresolved
         self._dlq_readers: dict[str, Any] = {}
+        self._anchored: set[str] = set()
+        """Groups whose dead-letter reader starts at the first dead letter (``_dlq_anchored``)."""
+        self._anchor_tried: dict[str, float] = {}
         self._reader_numbers = itertools.count(1)
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
 
@@ -270,7 +273,7 @@ class GrpcTarget(Target):
         """What reached ``%DLQ%<group>`` of the groups this target consumed with."""
         for group in list(self._groups):
             reader = self._dlq_reader(group)
-            if reader is None:
+            if reader is None or not self._dlq_anchored(group):
                 continue
             while True:
                 try:
@@ -304,14 +307,26 @@ class GrpcTarget(Target):
     def _dlq_reader(self, group: str) -> Any | None:
         if group in self._dlq_readers:
             return self._dlq_readers[group]
-        reader_group, dlq = f"rmqc-dlq-{self.names.tag}", f"%DLQ%{self.real(group)}"
-        reader = self._reader(reader_group, dlq)
+        reader = self._reader(f"rmqc-dlq-{self.names.tag}", f"%DLQ%{self.real(group)}")
         if reader is not None:
-            if self.admin is not None:  # every dead letter, not just the last (RETRY-5X-10)
-                self.admin.start_group_at_first(dlq, reader_group)
             self._clients.append(reader)
             self._dlq_readers[group] = reader
         return reader
+
+    def _dlq_anchored(self, group: str) -> bool:
+        """Whether the dead-letter reader of ``group`` may receive: with a name server known, only once its
+        offsets in ``%DLQ%group`` are committed at the first message, which needs the topic to exist. A new
+        group's first pop would otherwise start at the last dead letter before 5.1.4 (RETRY-5X-10) and skip
+        the earlier ones for good."""
+        if self.admin is None or group in self._anchored:
+            return True
+        now = time.monotonic()
+        if now - self._anchor_tried.get(group, 0.0) < ANCHOR_RETRY_S:  # the topic comes with the first dead letter
+            return False
+        self._anchor_tried[group] = now
+        if self.admin.start_group_at_first(f"%DLQ%{self.real(group)}", f"rmqc-dlq-{self.names.tag}"):
+            self._anchored.add(group)
+        return group in self._anchored
 
     def _reader(self, reader_group: str, real_topic: str) -> Any | None:
         """A started SDK simple consumer of ``reader_group`` on ``real_topic``, or None when the topic has no
@@ -677,6 +692,8 @@ def _pulled_view(target: GrpcTarget, m: Any) -> MessageView:
 
 
 SIMPLE_HANDLES_KEPT = 65_536
+ANCHOR_RETRY_S = 0.2
+"""Wall seconds between two looks for a group's dead-letter topic, which exists once its first dead letter does."""
 
 
 class GrpcSimpleConsumer:

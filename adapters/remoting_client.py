@@ -243,15 +243,19 @@ class RemotingAdmin:
                 where.append((address, broker.topic_read_queues(topic) or 0))
         return where
 
-    def start_group_at_first(self, topic: str, group: str) -> None:
+    def start_group_at_first(self, topic: str, group: str) -> int:
         """Commit ``group``'s offset 0 in every queue of ``topic``, as ``mqadmin`` can: a new 5.x group would
         otherwise start its first pop at a queue's last message where offset 0 is not in memory, or always
-        before 5.1.4 (RETRY-5X-10). A broker's refusal leaves that queue as it was."""
+        before 5.1.4 (RETRY-5X-10). How many queues the topic has (0 while it does not exist); a broker's
+        refusal leaves that queue to the release's own start."""
+        queues = 0
         for address, read_queues in self._queues_of(topic):
             if address:
                 with RemotingClient(address, self.timeout_s) as broker:
                     for queue_id in range(read_queues):
                         broker.commit_offset(group, topic, queue_id, 0)
+                        queues += 1
+        return queues
 
     def read_topic(self, topic: str, group: str, most: int = 100_000) -> list[CommitLogMessage]:
         """Every message ``topic`` stores, pulled from offset 0 of each queue of its route as ``group``, as a

@@ -45,24 +45,14 @@ def check_life(key: str, observed: Life, expected: Expected, tolerance: Toleranc
         if off > 2 * tolerance.allowed(want):
             late = f", {tolerance.late_min_ms}-{tolerance.late_max_ms} ms late by RETRY-5X-11" \
                 if tolerance.late_max_ms else ""
-            raise SpecViolation(late_blame(tolerance, seen, want, timing_id),
-                                f"key {key}: delivery {i} came {seen} ms after the previous one, "
-                                f"the spec says {want} ms{late} (tolerance {tolerance.allowed(want):.0f} ms)")
+            raise SpecViolation(timing_id, f"key {key}: delivery {i} came {seen} ms after the previous one, "
+                                           f"the spec says {want} ms{late} (tolerance {tolerance.allowed(want):.0f} ms)")
         if off > tolerance.allowed(want):
             band.append(i)
     require(observed.final == expected.final, final_id,
             f"key {key}: ended {observed.final}, the spec says {expected.final}")
     if band:
         raise Inconclusive(f"key {key}: deliveries {band} inside the noise band of {timing_id}")
-
-
-def late_blame(tolerance: Tolerance, seen_ms: float, want_ms: int, ladder_id: str) -> str:
-    """The behaviour a wait outside its window breaks: with a revive lateness window (5.x redeliveries) a wait
-    past the window's end is RETRY-5X-11's (the revive scan came later than it may); one before the nominal
-    wait plus the window's start, or any wrong wait without a window, is the ladder's (``ladder_id``)."""
-    if tolerance.late_max_ms and seen_ms > want_ms + tolerance.late_max_ms:
-        return "RETRY-5X-11"
-    return ladder_id
 
 
 WithWaits = TypeVar("WithWaits", Expected, Life)

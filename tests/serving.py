@@ -42,7 +42,7 @@ def require_4x_sdk() -> None:
         raise NotApplicable(f"rocketmq-client-python cannot run here: {probe.stderr.strip().splitlines()[-1:]}")
 
 
-def tests_in(summary: dict) -> dict[str, dict]:
+def verdicts_by_test(summary: dict) -> dict[str, dict]:
     """Each test of a run summary once, by name, with its verdict: a failing test fails the behaviour its
     failure names and leaves the others it cites inconclusive, so its failing entry is the one kept."""
     tests: dict[str, dict] = {}

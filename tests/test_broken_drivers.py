@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from serving import ROOT, tests_in
+from serving import ROOT, verdicts_by_test
 
 SELECTION = "test_system_busy_is_retried_from_530 or test_unknown_topic_is_auto_created_with_four_queues"
 """Three tests that send through the target (each must fail), run in one process one after the other."""
@@ -32,7 +32,7 @@ def test_a_broken_driver_fails_the_tests_it_affects_and_never_hangs_the_run(tmp_
                          env={**os.environ, "PYTHONPATH": str(ROOT), "RMQC_DRIVER_TIMEOUT_S": "3"})
     elapsed = time.monotonic() - started
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    tests = tests_in(summary)
+    tests = verdicts_by_test(summary)
     print(f"\n{fault}: {len(tests)} tests in {elapsed:.1f} s; " + "; ".join(sorted({t['reason'] for t in tests.values()})))
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
     assert len(tests) == 3, sorted(tests)

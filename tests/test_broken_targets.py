@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from serving import ROOT, tests_in
+from serving import ROOT, verdicts_by_test
 
 from history.profiles import BROKER_PROFILES, GRPC_5X, REMOTING_4X
 
@@ -56,7 +56,7 @@ def run_suites(tmp_path: Path, driver: str, profile: str, selection: str) -> tup
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     summary = json.loads((out / "summary.json").read_text())
-    tests = tests_in(summary)
+    tests = verdicts_by_test(summary)
     return done.returncode, list(tests.values())
 
 
