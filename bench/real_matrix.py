@@ -66,20 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     out, docs = Path(args.out), Path(args.docs)
     out.mkdir(parents=True, exist_ok=True)
     docs.mkdir(parents=True, exist_ok=True)
+    sdks = [sdk for sdk in args.sdks.split(",") if sdk]  # --sdks "": the soak alone
     index_path = docs / "index.json"  # a run of some releases keeps what earlier runs wrote of the others
     index: dict[str, dict] = json.loads(index_path.read_text()) if index_path.exists() else {}
     for release in args.releases.split(","):
         started = time.monotonic()
-        entry: dict = {"runs": {}, "skipped": {}, "soak": index.get(release, {}).get("soak")}  # kept unless soaked
-        index[release] = entry
+        # what this run does not redo (another SDK's run, the soak) is kept from the last one
+        entry: dict = index.setdefault(release, {"runs": {}, "skipped": {}, "soak": None})
         try:
             jars = release_jars.resolve(release, lambda line: print(f"  {line}", flush=True))
         except release_jars.ReleaseUnavailable as exc:
-            entry["skipped"] = {sdk: str(exc) for sdk in args.sdks.split(",")}
+            entry["skipped"] = {sdk: str(exc) for sdk in sdks}
             print(f"{release}: not run: {exc}", flush=True)
             continue
         expectations = ROOT / "expectations" / f"rocketmq-{release}.yaml"
-        for sdk in args.sdks.split(","):
+        for sdk in sdks:
+            entry["skipped"].pop(sdk, None)
             if sdk not in SDKS:
                 entry["skipped"][sdk] = NOT_YET.get(sdk, f"unknown SDK {sdk!r}")
                 continue
