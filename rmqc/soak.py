@@ -259,6 +259,8 @@ class Soak:
             "run_id": self.run_id, "target": self.target_text, "profile": GRPC_5X,
             "release": getattr(self.target, "release", None) or "5.3.3",
             "time_scale": self.time_scale,
+            # a real release's durations no key compresses (its revive lag): wall ms at any scale (RETRY-5X-11)
+            "wall_fixed_ms": dict((getattr(self.target, "release_record", None) or {}).get("wall_fixed_ms", {})),
             "sdk": dict(zip(("name", "version"), getattr(self.target, "client_library", None) or ())) or None,
             "groups": {g.group: self._group_statement(g, topics[g.topic] == "FIFO") for g in self.workload.groups},
             "crash_windows": self.crash_windows,

@@ -492,7 +492,9 @@ KS_GRID = 100
 
 def _retry_models(ctx) -> tuple[WaitModel, WaitModel]:
     standard, fifo = RETRY_MODELS.get(ctx["profile"], ("retry-4x", "retry-4x"))
-    return (wait_model(standard, ctx["release"], ctx["time_scale"]), wait_model(fifo, ctx["release"], ctx["time_scale"]))
+    fixed = tuple(sorted(ctx.get("wall_fixed_ms", {}).items()))
+    return (wait_model(standard, ctx["release"], ctx["time_scale"], fixed),
+            wait_model(fifo, ctx["release"], ctx["time_scale"], fixed))
 
 
 def _case(column: str, values: dict[Any, Any], otherwise=None):
@@ -805,6 +807,7 @@ def _manifest_context(spark, stated: dict[str, Any] | None) -> dict[str, Any]:
             .select("group", F.xxhash64("run_id", "group").alias("g")).collect()
         hashes = {r["group"]: r["g"] for r in rows}
     return {"release": str(stated.get("release", versions.LATEST)), "time_scale": float(stated.get("time_scale", 1.0)),
+            "wall_fixed_ms": {str(k): int(v) for k, v in dict(stated.get("wall_fixed_ms", {})).items()},
             "groups": groups, "group_hashes": {hashes[n]: g for n, g in groups.items()},
             "crash_windows": [{**w, "g": hashes[w["group"]]} for w in windows]}
 

@@ -77,11 +77,17 @@ def _file() -> dict[str, Any]:
     return data
 
 
-def _terms(entries: list[dict[str, Any]], release: str) -> tuple[Term, ...]:
+def _terms(entries: list[dict[str, Any]], release: str, time_scale: float = 1.0,
+           wall_fixed: tuple[tuple[str, int], ...] = ()) -> tuple[Term, ...]:
+    """The terms at ``release``; a key in ``wall_fixed`` (a real release's duration no configuration key
+    compresses, in wall ms) counts its wall length, in the log's milliseconds at ``time_scale``."""
     spec = default_spec()
+    fixed = dict(wall_fixed)
     out = []
     for e in entries:
         value = spec.get(e["spec"]).defaults_at(release).get(e["key"])
+        if e["key"] in fixed:
+            value = int(round(fixed[e["key"]] / max(time_scale, 1e-9)))
         if value is None:
             raise KeyError(f"{MODEL_FILE.name}: {e['spec']} has no default {e['key']!r} at {release}")
         out.append(Term(e["spec"], e["key"], int(e.get("sign", 1)) * int(value), e["why"]))
@@ -100,16 +106,18 @@ def processing_allowance_ms() -> int:
 
 
 @lru_cache(maxsize=None)
-def wait_model(name: str, release: str = versions.LATEST, time_scale: float = 1.0) -> WaitModel:
+def wait_model(name: str, release: str = versions.LATEST, time_scale: float = 1.0,
+               wall_fixed: tuple[tuple[str, int], ...] = ()) -> WaitModel:
     """The model of the wait ``name`` (``retry-5x``, ``retry-5x-fifo``, ``retry-4x``, ``delay-level``,
     ``timer``) at ``release``. The processing allowance is wall time: divided by ``time_scale`` it is in
-    the server's milliseconds, which the log is written in."""
+    the server's milliseconds, which the log is written in; so are the ``wall_fixed`` terms (a real release's
+    revive lag, RETRY-5X-11, is wall seconds at any scale: the soak's manifest says which)."""
     data = _file()
     entry = next((w for w in data["waits"] if w["name"] == name), None)
     if entry is None:
         raise KeyError(f"{MODEL_FILE.name} has no wait {name!r}; it has "
                        f"{', '.join(w['name'] for w in data['waits'])}")
     relative, absolute_ms = noise_band()
-    return WaitModel(name, entry["applies_to"], _terms(entry["lateness"], release),
-                     _terms(entry["granularity"], release),
+    return WaitModel(name, entry["applies_to"], _terms(entry["lateness"], release, time_scale, wall_fixed),
+                     _terms(entry["granularity"], release, time_scale, wall_fixed),
                      int(round(processing_allowance_ms() / max(time_scale, 1e-9))), relative, absolute_ms)

@@ -303,3 +303,17 @@ def _rgb_counts(png: Path) -> dict[tuple[int, int, int], int]:
         counts.update(zip(line[0::step], line[1::step], line[2::step]))
         previous = line
     return counts
+
+
+def test_a_real_releases_revive_lag_is_judged_in_wall_seconds_whatever_its_time_scale():
+    """RETRY-5X-11's 2 s revive lag is a constant of the release, no key compresses it: on a release run at time
+    scale 0.2 it is 10 s of the log's time. The soak's manifest says which terms are wall-fixed, and the window
+    moves by exactly their wall length over the scale (a check that took the spec's 2 s would call every
+    redelivery late)."""
+    at_scale = wait_model("retry-5x", "5.3.3", 0.2)
+    fixed = wait_model("retry-5x", "5.3.3", 0.2, (("reviveLagMs", 2000), ("reviveScanSlackMs", 3000)))
+    low, high = at_scale.window(5000)
+    fixed_low, fixed_high = fixed.window(5000)
+    assert fixed_low - low == 10_000 - 2000
+    assert fixed_high - fixed_low - (high - low) == 15_000 - 3000
+    assert fixed.judge(15_884, 5000) == "pass" and at_scale.judge(15_884, 5000) == "fail"  # the 5.3.3 soak's p50
