@@ -13,6 +13,8 @@ Keys and where each release reads them (``path#Class.field@tag``):
 - broker ``transactionCheckInterval``, ``transactionTimeOut``:
   ``common/.../BrokerConfig.java#BrokerConfig.transactionCheckInterval`` (TX-03), read by
   ``TransactionalMessageCheckService.onWaitEnd`` at every release;
+- broker ``transactionOpBatchInterval`` (from 5.1.0): ``BrokerConfig.transactionOpBatchInterval``, read by
+  ``TransactionalOpBatchService.run@rocketmq-all-5.3.3``: how often commit and rollback records are written;
 - broker ``reviveInterval``: ``BrokerConfig.reviveInterval`` (RETRY-5X-11), the revive scan's period;
 - broker ``timerPrecisionMs``: ``MessageStoreConfig.timerPrecisionMs`` (DELAY-08), the timer wheel's tick (the
   wheel has a fixed number of slots whatever the tick, ``TimerMessageStore.<init>@rocketmq-all-5.0.0``);
@@ -62,6 +64,9 @@ wall time past the lag."""
 REVIVE_LAG_WALL_MS = 2000
 """``PopAckConstants.ackTimeInterval`` + 1 s (RETRY-5X-11): a constant, so not scaled."""
 
+
+TRANSACTION_OP_BATCH_INTERVAL_MS = 3000
+"""``BrokerConfig.transactionOpBatchInterval``'s default (5.1.0 L273, 5.3.3 L297): 3 s."""
 
 @dataclass(frozen=True)
 class Ports:
@@ -156,6 +161,10 @@ class ReleasePlan:
             "transactionCheckInterval": scaled_ms(tx_rules.check_interval_ms(self.release), self.time_scale),
             "transactionTimeOut": scaled_ms(tx_rules.TRANSACTION_TIMEOUT_MS, self.time_scale),
         }
+        if versions.key(self.release) >= versions.key("5.1.0"):
+            # commit and rollback records are written in batches this often: a check of a half committed within
+            # the last batch finds it unresolved and commits it again, so it is compressed with the timeout
+            keys["transactionOpBatchInterval"] = scaled_ms(TRANSACTION_OP_BATCH_INTERVAL_MS, self.time_scale, floor_ms=10)
         if self.at_least_5:
             keys["reviveInterval"] = scaled_ms(1000, self.time_scale, floor_ms=10)
             keys["timerPrecisionMs"] = scaled_ms(1000, self.time_scale, floor_ms=10)

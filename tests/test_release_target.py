@@ -34,6 +34,9 @@ def test_timing_is_compressed_through_the_releases_own_keys():
     broker = p.broker_conf()
     assert broker["transactionCheckInterval"] == tx_rules.check_interval_ms("5.3.3") // 5 == 6000  # TX-03: 30 s
     assert plan("5.0.0").broker_conf()["transactionCheckInterval"] == 12_000  # 60 s at 5.0.0
+    # commit records written in 3 s batches from 5.1.0: compressed with the timeout, or a check doubles a commit
+    assert broker["transactionOpBatchInterval"] == 600 < broker["transactionTimeOut"]
+    assert "transactionOpBatchInterval" not in plan("5.0.0").broker_conf()
     assert broker["transactionTimeOut"] == 1200 and broker["reviveInterval"] == 200
     assert broker["timerPrecisionMs"] == 200 and broker["timerMaxDelaySec"] == 3 * 86_400 // 5
     # the broker parses whole seconds: levels 1 and 2 (1 s, 5 s) become 1 s, i.e. 5 s of spec time
