@@ -156,7 +156,7 @@ class GrpcTarget(Target):
         self._dlq_readers: dict[str, Any] = {}
         self._anchored: set[str] = set()
         """Groups whose dead-letter reader starts at the first dead letter (``_dlq_anchored``)."""
-        self._anchor_tried: dict[str, float] = {}
+        self._anchor_tried: dict[str, int] = {}
         self._reader_numbers = itertools.count(1)
         self._config = self.sdk.ClientConfiguration(address, self.sdk.Credentials(), request_timeout=3)
 
@@ -229,7 +229,7 @@ class GrpcTarget(Target):
         end = min(deadline, time.monotonic() + quiet)
         while time.monotonic() < end:
             time.sleep(0.005)
-        self._read_dead_letters()
+        self._read_dead_letters(look_now=True)
 
     def _checks_may_come(self) -> bool:
         """An unresolved half is checked every interval after the transaction timeout; once no check came
@@ -254,14 +254,14 @@ class GrpcTarget(Target):
             self.recorder.emit(kind, self.now_ms(), **fields)
     
     def events(self) -> list[Event]:
-        self._read_dead_letters()
+        self._read_dead_letters(look_now=True)
         with self._lock:
             return sorted(self.recorder.events, key=lambda e: (e.ts_ms, e.seq))
 
     def drain_events(self) -> list[Event]:
         """What was seen since the last drain (dead letters read first), forgotten here: a soak's memory
         stays bounded."""
-        self._read_dead_letters()
+        self._read_dead_letters(look_now=True)
         with self._lock:
             return self.recorder.drain()
 
@@ -269,11 +269,12 @@ class GrpcTarget(Target):
         return int(wall_ms - self.info.spec_wall_at_start_ms) if self.info.admin else \
             int((wall_ms - self.info.spec_wall_at_start_ms) / self.time_scale)
 
-    def _read_dead_letters(self) -> None:
-        """What reached ``%DLQ%<group>`` of the groups this target consumed with."""
+    def _read_dead_letters(self, look_now: bool = False) -> None:
+        """What reached ``%DLQ%<group>`` of the groups this target consumed with; ``look_now``: look for a
+        dead-letter topic not found yet at once (a final read), not after ``ANCHOR_RETRY_MS``."""
         for group in list(self._groups):
             reader = self._dlq_reader(group)
-            if reader is None or not self._dlq_anchored(group):
+            if reader is None or not self._dlq_anchored(group, look_now):
                 continue
             while True:
                 try:
@@ -313,16 +314,16 @@ class GrpcTarget(Target):
             self._dlq_readers[group] = reader
         return reader
 
-    def _dlq_anchored(self, group: str) -> bool:
+    def _dlq_anchored(self, group: str, look_now: bool = False) -> bool:
         """Whether the dead-letter reader of ``group`` may receive: with a name server known, only once its
         offsets in ``%DLQ%group`` are committed at the first message, which needs the topic to exist. A new
         group's first pop would otherwise start at the last dead letter before 5.1.4 (RETRY-5X-10) and skip
         the earlier ones for good."""
         if self.admin is None or group in self._anchored:
             return True
-        now = time.monotonic()
-        if now - self._anchor_tried.get(group, 0.0) < ANCHOR_RETRY_S:  # the topic comes with the first dead letter
-            return False
+        now = self.now_ms()
+        if not look_now and now - self._anchor_tried.get(group, -ANCHOR_RETRY_MS) < ANCHOR_RETRY_MS:
+            return False  # the topic comes with the first dead letter: looked for again a little later
         self._anchor_tried[group] = now
         if self.admin.start_group_at_first(f"%DLQ%{self.real(group)}", f"rmqc-dlq-{self.names.tag}"):
             self._anchored.add(group)
@@ -692,8 +693,8 @@ def _pulled_view(target: GrpcTarget, m: Any) -> MessageView:
 
 
 SIMPLE_HANDLES_KEPT = 65_536
-ANCHOR_RETRY_S = 0.2
-"""Wall seconds between two looks for a group's dead-letter topic, which exists once its first dead letter does."""
+ANCHOR_RETRY_MS = 1000
+"""Spec ms between two looks for a group's dead-letter topic, which exists once its first dead letter does."""
 
 
 class GrpcSimpleConsumer:

@@ -55,7 +55,7 @@ def test_coverage_strict_names_a_behaviour_without_rule_or_test(tmp_path: Path) 
     (spec_dir / "zz_new.yaml").write_text("area: ZZ\ntitle: new\nbehaviours:\n" + block.replace("DELAY-09", "ZZ-01"))
     result = _rmqc("spec", "--spec-dir", str(spec_dir), "coverage", "--strict", "--gaps")
     assert result.returncode == 1
-    assert "GAP ZZ-01" in result.stdout and "(no rule and no test)" in result.stdout
+    assert "GAP ZZ-01" in result.stdout and "(no rule and no model and no test)" in result.stdout
     assert _rmqc("spec", "coverage", "--strict").returncode == 0
 
 
