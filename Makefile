@@ -61,7 +61,7 @@ oracle: install
 
 # the real-release gate (tests/test_real_release.py: the newest covered 5.x release started from Maven Central and
 # held to its expectation file through both SDKs, and the gate biting) runs beside the project's own tests, which
-# yield it the CPU (nice 10): its waits are on the wall clock, theirs are not. About 12 minutes of the run's ~25.
+# yield it the CPU (nice 10): its waits are on the wall clock, theirs are not. The gate takes about 8 minutes.
 REAL_GATE_LOG := reports/out/real-gate.log
 REAL_GATE := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m real_release -rA tests/test_real_release.py
 
