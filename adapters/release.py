@@ -155,6 +155,20 @@ def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
     return target
 
 
+def _group_ladder(name: str, plan: ReleasePlan, retry_policy: str,
+                  retry_ladder_ms: Sequence[int] | None) -> list[int] | None:
+    """The CUSTOMIZED ladder a group of ``plan``'s release is given on the broker: the broker's clock runs
+    time_scale times faster, so do the steps (``wire_ladder_ms``); one that scales to no whole seconds is not
+    applicable, never the broker's unscaled default instead."""
+    if retry_policy != "CUSTOMIZED":
+        return None
+    ladder = wire_ladder_ms(plan.time_scale, retry_ladder_ms)
+    if ladder is None:
+        raise NotApplicable(f"{name}: the retry ladder {list(retry_ladder_ms or ())} ms is no whole number of "
+                            f"seconds at time scale {plan.time_scale:g}; the Python SDK reads whole seconds of it")
+    return ladder
+
+
 def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
     """The Python 5.x SDK against the release's proxy; groups get the scaled retry ladder."""
     from .grpc import GrpcTarget
@@ -165,13 +179,7 @@ def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -
         def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                             retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
                             retry_ladder_ms: Sequence[int] | None = None, courtesy: bool = False) -> None:
-            ladder = None
-            if retry_policy == "CUSTOMIZED":  # the broker's clock runs time_scale times faster: so do the steps
-                ladder = wire_ladder_ms(plan.time_scale, retry_ladder_ms)
-                if ladder is None:
-                    raise NotApplicable(f"{self.name}: the retry ladder {list(retry_ladder_ms or ())} ms is no whole "
-                                        f"number of seconds at time scale {plan.time_scale:g}; the Python SDK reads "
-                                        "whole seconds of it")
+            ladder = _group_ladder(self.name, plan, retry_policy, retry_ladder_ms)
             super().configure_group(name, retry_max_times=retry_max_times, fifo=fifo, retry_policy=retry_policy,
                                     retry_queue_nums=retry_queue_nums, retry_ladder_ms=ladder, courtesy=courtesy)
 
@@ -201,7 +209,7 @@ def release_node_target(cluster: ReleaseCluster, profile: str, **options: Any) -
         def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                             retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
                             retry_ladder_ms: Sequence[int] | None = None) -> None:
-            ladder = wire_ladder_ms(plan.time_scale, retry_ladder_ms) if retry_policy == "CUSTOMIZED" else None
+            ladder = _group_ladder(self.name, plan, retry_policy, retry_ladder_ms)
             self._configured.add(name)
             super().configure_group(name, retry_max_times=retry_max_times, fifo=fifo, retry_policy=retry_policy,
                                     retry_queue_nums=retry_queue_nums, retry_ladder_ms=ladder)
