@@ -151,7 +151,7 @@ def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
         "release": plan.release, "keys": plan.keys_set(), "effective_delay_levels_ms": plan.effective_delay_levels_ms(),
         "effective_retry_ladder_ms": plan.effective_ladder_ms() if plan.with_proxy else [],
         "wall_fixed_ms": plan.wall_fixed_ms(), "home": str(plan.home), "start_s": round(cluster.started_s or 0, 1),
-        "missing": dict(cluster.jars.missing)}
+        "missing": dict(cluster.jars.missing), "built_from_source_release": dict(cluster.jars.built)}
     return target
 
 

@@ -6,8 +6,12 @@ and, from 5.0.0, ``rocketmq-proxy``); Maven copies them with their runtime depen
 nothing of RocketMQ's is ever written into the project. A resolved release is marked complete, so a second
 run does not ask the registry again.
 
-What the registry does not serve is a fact about the release, not an error of the run: an artifact that is
-missing (``rocketmq-proxy`` 5.1.4, the 4.9.8 name server and broker) is recorded with that reason, and the
+Where the registry serves no jar of a wanted artifact (the 4.9.8 name server and broker, the 5.1.4 proxy), the
+release's own Apache source release, which Maven Central does serve (``rocketmq-all-<V>-source-release.zip``),
+is fetched and built unchanged with Maven: the wanted modules and what they need, tests skipped, one compiler
+setting given on the command line (``maven.compiler.source/target=1.8``: 4.9.x's client module asks for 1.6,
+which Java 17 no longer compiles). ``ReleaseJars.built`` says which components came from it. Only where the source
+release is not served either, or does not build, is the artifact recorded as missing with that reason, and the
 parts that need it are not applicable. A registry that cannot be reached, or no Maven or Java, is a
 ``ReleaseUnavailable`` naming the cause in one line.
 """
@@ -18,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -50,6 +55,8 @@ class ReleaseJars:
     components: tuple[str, ...]
     missing: dict[str, str] = field(default_factory=dict)
     """Component -> why it cannot start (the registry does not serve its artifact)."""
+    built: dict[str, str] = field(default_factory=dict)
+    """Component -> the source release it was built from, where the registry serves no jar of it."""
 
     @property
     def classpath(self) -> str:
@@ -101,51 +108,112 @@ def _tool(name: str) -> str:
     return path
 
 
+def _maven(mvn: str, args: list[str], cwd: Path | None = None) -> tuple[int, str]:
+    try:
+        run = subprocess.run([mvn, "-B", "-q", *args], capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
+                             cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise ReleaseUnavailable(f"Maven did not finish within {RESOLVE_TIMEOUT_S:.0f} s "
+                                 f"(is the registry reachable?): mvn {' '.join(args[:2])}") from None
+    return run.returncode, run.stdout + run.stderr
+
+
+def _last_line(output: str) -> str:
+    reason = _UNREACHABLE.search(output)
+    errors = [line for line in output.splitlines() if line.startswith("[ERROR]") and line.strip() != "[ERROR]"]
+    last = reason.group(1) if reason else (errors or output.strip().splitlines() or ["(no output)"])[0]
+    return last.strip()[:300]
+
+
+SOURCE_RELEASE = "rocketmq-all-{release}-source-release.zip"
+BUILD_SETTINGS = ("-DskipTests", "-Dmaven.test.skip=true", "-Drat.skip=true", "-Dcheckstyle.skip=true",
+                  "-Dspotbugs.skip=true", "-Djacoco.skip=true", "-Dmaven.javadoc.skip=true",
+                  "-Dmaven.source.skip=true", "-Dmaven.compiler.source=1.8", "-Dmaven.compiler.target=1.8")
+"""The build of a source release: no tests, no checks, and the one compiler level Java 17 still compiles."""
+
+
+def build_from_source(folder: Path, release: str, modules: Sequence[str], mvn: str, unserved: str,
+                      progress: Callable[[str], None] = lambda line: None) -> str | None:
+    """Builds ``modules`` of the release's Apache source release from Maven Central into ``folder/lib`` with
+    their runtime dependencies (``unserved``: the artifact whose jar the registry lacks, for the progress line);
+    None when done, else why not, in one line."""
+    name = SOURCE_RELEASE.format(release=release)
+    source = folder / "source"
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    progress(f"RocketMQ {release}: Maven Central serves no jar of {artifact(unserved)}; building "
+             f"{', '.join(map(artifact, modules))} from its source release {name}")
+    code, output = _maven(mvn, ["-f", str(folder / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy",
+                                f"-Dartifact={GROUP}:rocketmq-all:{release}:zip:source-release",
+                                f"-DoutputDirectory={source}"])
+    if code != 0:
+        return f"Maven Central serves neither the jar nor the source release of {release}: {_last_line(output)}"
+    with zipfile.ZipFile(source / f"rocketmq-all-{release}-source-release.zip") as archive:
+        archive.extractall(source)
+    roots = [p for p in source.iterdir() if p.is_dir() and (p / "pom.xml").exists()]
+    if len(roots) != 1:
+        return f"the source release {name} has no single project folder"
+    lib = folder / "lib"
+    code, output = _maven(mvn, [*BUILD_SETTINGS, "-pl", ",".join(modules), "-am", "package",
+                                f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime",
+                                f"-DoutputDirectory={lib}"], cwd=roots[0])
+    if code != 0:
+        return f"the source release {name} did not build: {_last_line(output)}"
+    for module in modules:
+        jar = roots[0] / module / "target" / f"{artifact(module)}-{release}.jar"
+        if not jar.exists():
+            return f"the source release {name} built no {jar.name}"
+        shutil.copy2(jar, lib / jar.name)
+    return None
+
+
 def copy_artifacts(folder: Path, release: str, wanted: Sequence[str], required: Sequence[str] = (),
-                   progress: Callable[[str], None] = lambda line: None) -> tuple[tuple[str, ...], dict[str, str]]:
+                   progress: Callable[[str], None] = lambda line: None
+                   ) -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
     """Maven copies ``rocketmq-<name>`` for each of ``wanted`` at ``release``, with their runtime dependencies,
     into ``folder/lib`` (a generated POM in ``folder``), once: a finished copy is recorded in
-    ``folder/complete.json``. An artifact the registry does not serve is dropped with that reason, unless it is
-    ``required`` (then ``ReleaseUnavailable``); so is anything else Maven cannot do, in one line. Returns what
-    was copied and what is missing, with why."""
+    ``folder/complete.json``. Where the registry serves no jar of one of them, all of ``wanted`` are built from
+    the release's source release instead (one build, so no two copies of a class meet on the class path).
+    What neither gives is dropped with that reason, unless it is ``required`` (then ``ReleaseUnavailable``); so
+    is anything else Maven cannot do, in one line. Returns what was copied, what is missing with why, and what
+    was built from the source release."""
     done = folder / "complete.json"
-    if done.exists():
-        record = json.loads(done.read_text())
-        return tuple(record.get("components") or record.get("artifacts") or ()), dict(record["missing"])
+    record = json.loads(done.read_text()) if done.exists() else None
+    if record is not None and ("built" in record or not record["missing"]):  # one without "built" predates
+        return (tuple(record.get("components") or record.get("artifacts") or ()), dict(record["missing"]),
+                dict(record.get("built", {})))  # the source releases: its missing parts are tried again
     _tool("java")
     mvn = _tool("mvn")
-    components, missing = list(wanted), {}
+    components, missing, built = list(wanted), {}, {}
+    source_failure: str | None = None
+    lib = folder / "lib"
     while components:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pom.xml").write_text(pom_text(release, tuple(components)))
-        lib = folder / "lib"
         shutil.rmtree(lib, ignore_errors=True)
         progress(f"resolving RocketMQ {release} ({', '.join(map(artifact, components))}) from Maven Central "
                  f"into {folder}")
-        try:
-            run = subprocess.run([mvn, "-B", "-q", "-f", str(folder / "pom.xml"),
-                                  f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={lib}",
-                                  "-DincludeScope=runtime"], capture_output=True, text=True,
-                                 timeout=RESOLVE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise ReleaseUnavailable(f"RocketMQ {release}: Maven did not resolve the jars within "
-                                     f"{RESOLVE_TIMEOUT_S:.0f} s (is the registry reachable?)") from None
-        output = run.stdout + run.stderr
-        if run.returncode == 0:
+        code, output = _maven(mvn, ["-f", str(folder / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+                                    f"-DoutputDirectory={lib}", "-DincludeScope=runtime"])
+        if code == 0:
             break
         gone = missing_component(output)
+        if not gone or gone not in components:
+            raise ReleaseUnavailable(f"RocketMQ {release}: Maven could not resolve the jars: {_last_line(output)}")
+        if source_failure is None:
+            (folder / "pom.xml").write_text(pom_text(release, ()))
+            shutil.rmtree(lib, ignore_errors=True)
+            source_failure = build_from_source(folder, release, components, mvn, gone, progress) or ""
+            if not source_failure:
+                built = {c: SOURCE_RELEASE.format(release=release) for c in components}
+                break
+        reason = f"Maven Central does not serve {GROUP}:{artifact(gone)}:{release}, and {source_failure}"
         if gone in required:
-            raise ReleaseUnavailable(f"RocketMQ {release} cannot run here: Maven Central does not serve "
-                                     f"{GROUP}:{artifact(str(gone))}:{release}")
-        if gone and gone in components:
-            missing[gone] = f"Maven Central does not serve {GROUP}:{artifact(gone)}:{release}"
-            components.remove(gone)
-            continue
-        reason = _UNREACHABLE.search(output)
-        last = reason.group(1) if reason else (output.strip().splitlines() or ["(no output)"])[-1]
-        raise ReleaseUnavailable(f"RocketMQ {release}: Maven could not resolve the jars: {last.strip()[:300]}")
-    done.write_text(json.dumps({"components": components, "missing": missing}, indent=2))
-    return tuple(components), missing
+            raise ReleaseUnavailable(f"RocketMQ {release} cannot run here: {reason}")
+        missing[gone] = reason
+        components.remove(gone)
+    done.write_text(json.dumps({"components": components, "missing": missing, "built": built}, indent=2))
+    return tuple(components), missing, built
 
 
 def resolve(release: str, progress: Callable[[str], None] = lambda line: None) -> ReleaseJars:
@@ -153,9 +221,10 @@ def resolve(release: str, progress: Callable[[str], None] = lambda line: None) -
     downloads); the name server and the broker are required, the proxy is not."""
     versions.key(release)  # a malformed version is a ValueError before anything is asked of Maven
     folder = cache_root() / release
-    components, missing = copy_artifacts(folder, release, wanted_components(release), ("namesrv", "broker"), progress)
-    return ReleaseJars(release, folder / "lib", components, missing)
+    components, missing, built = copy_artifacts(folder, release, wanted_components(release), ("namesrv", "broker"),
+                                                progress)
+    return ReleaseJars(release, folder / "lib", components, missing, built)
 
 
 __all__ = ["ReleaseJars", "ReleaseUnavailable", "resolve", "cache_root", "wanted_components", "pom_text",
-           "missing_component", "copy_artifacts", "MAIN_CLASSES"]
+           "missing_component", "copy_artifacts", "build_from_source", "MAIN_CLASSES"]

@@ -4,8 +4,9 @@ release, and per 5.x release a soak through the Python SDK checked by ``rmqc che
 validation, on real brokers). The matrix's JSON and each soak's check result are copied under ``docs/real-matrix/``
 for readers; the HTML and the event logs stay in the output folder (build output).
 
-A release the registry does not serve whole (4.9.8's name server and broker, 5.1.4's proxy) runs what it can, and
-the rest is listed with the registry's reason. This is a bench, not CI: a whole run takes about an hour. A run of some
+A release whose jars the registry does not serve whole (4.9.8's name server and broker, 5.1.4's proxy) is built
+from its source release on Maven Central (``adapters.release_jars.build_from_source``); what cannot be had either
+way is listed with the reason. This is a bench, not CI: a whole run takes about an hour. A run of some
 releases (``--releases``) keeps what earlier runs wrote of the others, and the matrix covers every run folder.
 
     python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s]

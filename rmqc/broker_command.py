@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     plan = cluster.plan
     record = {"release": plan.release, "namesrv": plan.namesrv_address, "broker": plan.broker_address,
               "proxy_grpc": plan.grpc_address if plan.with_proxy else None, "time_scale": plan.time_scale,
-              "home": str(home), "missing": cluster.jars.missing}
+              "home": str(home), "missing": cluster.jars.missing,
+              "built_from_source_release": cluster.jars.built}
     state.write_text(json.dumps(record, indent=2))
     print(json.dumps(record, indent=2))
     target = f"{GRPC.text(plan.grpc_address)} --namesrv {plan.namesrv_address}" if plan.with_proxy else \

@@ -4,7 +4,8 @@ For each covered release (``spec.versions.COVERED``) a generated POM names the r
 (``ARTIFACTS``); Maven copies them with their runtime dependencies from Maven Central into
 ``<cache>/<release>/lib``, where the cache is ``$RMQC_ORACLE_CACHE`` or
 ``~/.cache/rocketmq-conformance/oracle``: nothing of RocketMQ's is ever written into the project. An artifact
-the registry does not serve at a release (the 4.9.8 broker, the 5.1.4 proxy) is recorded with that reason, and
+the registry serves no jar of at a release (the 4.9.8 broker, the 5.1.4 proxy) is built from the release's source
+release on Maven Central (``adapters.release_jars.build_from_source``); what cannot be had is recorded with why, and
 the rules that need it are not applicable at that release. ``suites/java/ReleaseOracle.java`` (the project's
 own program, JDK classes only) is compiled once into the cache and started once per release per process; it
 answers JSON-lines calls on the release's real classes (``Jvm.call``).
@@ -63,10 +64,10 @@ def resolve(release: str, offline: bool = False) -> Release:
     folder = cache_root() / release
     if offline and not (folder / "complete.json").exists():
         raise Unavailable(f"the jars of RocketMQ {release} are not in {folder} (run `make oracle`)")
-    artifacts, missing = copy_artifacts(folder, release, wanted(release))
+    artifacts, missing, built = copy_artifacts(folder, release, wanted(release))
     if "proxy" not in wanted(release):
         missing = {**missing, "proxy": "the proxy exists from 5.0.0"}
-    return Release(release, folder / "lib", artifacts, missing)
+    return Release(release, folder / "lib", artifacts, missing, built)
 
 
 def compiled() -> Path:

@@ -3,8 +3,9 @@ release (issue 35): Hypothesis draws inputs biased to Java's edges (``suites.jav
 the release passed through, the release's class runs in one oracle JVM per release (``suites.release_oracle``),
 and the two must agree. The table of rules and methods is ``suites.oracle_rules.CHECKS``.
 
-Without Java, Maven or the registry, or at a release that lacks the class (the 4.9.8 broker, the 5.1.4 proxy,
-a method added later), a check is not applicable with that reason, never passed.
+Without Java, Maven or the registry, or at a release that lacks the class (the proxy before 5.0.0, a method
+added later), a check is not applicable with that reason, never passed. Jars the registry does not serve (the
+4.9.8 broker, the 5.1.4 proxy) are built from the release's source release on Maven Central.
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,21 @@ def test_what_the_registry_does_not_serve_is_read_from_mavens_error():
             "in central (https://repo.maven.apache.org/maven2)")
     assert release_jars.missing_component(line) == "proxy"
     assert release_jars.missing_component("[ERROR] Could not transfer artifact ...: Connection refused") is None
+
+
+def test_a_server_the_registry_serves_no_jar_of_is_built_from_the_releases_source_release():
+    """4.9.8's name server and broker are not jars on Maven Central; its source release is, and is built
+    unchanged: the broker's class is then on the release's class path, and the record says where it came from."""
+    try:
+        jars = release_jars.resolve("4.9.8")
+    except release_jars.ReleaseUnavailable as exc:
+        pytest.skip(f"not applicable: {exc}")
+    assert jars.components == ("namesrv", "broker") and not jars.missing
+    assert jars.built == {"namesrv": "rocketmq-all-4.9.8-source-release.zip",
+                          "broker": "rocketmq-all-4.9.8-source-release.zip"}
+    with zipfile.ZipFile(jars.lib / "rocketmq-broker-4.9.8.jar") as jar:
+        assert "org/apache/rocketmq/broker/BrokerStartup.class" in jar.namelist()
+    assert (jars.lib / "rocketmq-namesrv-4.9.8.jar").exists()
 
 
 def test_no_maven_is_one_line_naming_it(monkeypatch, tmp_path):
