@@ -247,3 +247,24 @@ def test_a_child_process_drives_the_cluster_its_parent_started(monkeypatch, tmp_
     monkeypatch.setenv(release.ATTACH_ENV, "{not json")
     with pytest.raises(TargetError, match="RMQC_RELEASE_ATTACH"):
         release._attached("5.3.3")
+
+
+def test_the_release_record_of_a_source_built_release_is_a_valid_run_summary_part(tmp_path):
+    """What ``_as_release`` records of a release built from its source release (4.9.8) is what the run summary's
+    schema takes: a key it did not know failed the whole 4.9.8 run at its end."""
+    import json
+    from types import SimpleNamespace
+
+    import jsonschema
+
+    from adapters import release
+    from reports.summary import SCHEMA, schema
+
+    jars = release_jars.ReleaseJars("4.9.8", tmp_path, ("namesrv", "broker"), {},
+                                    {"namesrv": "rocketmq-all-4.9.8-source-release.zip",
+                                     "broker": "rocketmq-all-4.9.8-source-release.zip"})
+    cluster = ReleaseCluster(ReleasePlan("4.9.8", PORTS, 0.2, tmp_path, False), jars)
+    record = json.loads(json.dumps(release._as_release(SimpleNamespace(), cluster).release_record))
+    assert record["built_from_source_release"] == jars.built
+    part = schema(SCHEMA)["properties"]["timing"]["properties"]["release"]
+    jsonschema.Draft202012Validator(part).validate(record)
