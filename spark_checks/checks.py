@@ -370,6 +370,28 @@ def sends(e):
     return e.filter(_is("SEND_OK")).select("m", "m2", "t", "seq", "delay_level", "ts_ms")
 
 
+def stored_twice(e, ctx):
+    """The messages sent more than once under one id: from 5.1.0 a transaction its producer committed can be
+    committed again by a check that ran before the commit's op message was written (TX-05), and each commit
+    stores the message anew, so its deliveries are two lives under one id. The duplicates and retry-interval
+    checks count them apart: the log cannot tell which copy a delivery was."""
+    from pyspark.sql import functions as F
+
+    return _cached(ctx, "stored_twice", lambda: (
+        sends(e).groupBy("m", "m2").agg(F.count(F.lit(1)).alias("stores")).filter(F.col("stores") > 1)
+        .select("m", "m2")))
+
+
+def _apart(rows, twice):
+    """``rows`` split into (those of a message stored once, the count of those of a message stored twice)."""
+    from pyspark.sql import functions as F
+
+    if twice.isEmpty():  # the usual case (no transaction, or a release before 5.1.0): no join at all
+        return rows, 0
+    return rows.join(F.broadcast(twice), ["m", "m2"], "left_anti"), \
+        rows.join(F.broadcast(twice), ["m", "m2"], "left_semi").count()
+
+
 def lives(e, ctx):
     """One row per (message, group): deliveries, successes, DLQ time, first (attempt 1) and last delivery,
     the topic it was delivered from. A streaming aggregate over the sorted cache; cached for four checks."""
@@ -423,13 +445,15 @@ def check_no_loss(e, ctx) -> CheckResult:
 def check_duplicates(e, ctx) -> CheckResult:
     """Deliveries a message did not need (at-least-once allows some): another delivery of the attempt the
     one before it had, or a delivery after an attempt that did not fail (it succeeded, or its consumer died
-    before answering). Those inside a crash window the soak manifest states are counted apart and allowed."""
+    before answering). Those inside a crash window the soak manifest states are counted apart and allowed, and
+    so are those of a message stored twice (``stored_twice``, TX-05)."""
     from pyspark.sql import functions as F
 
     failed = (e.filter(_is("CONSUME_FAIL")).select("m", "m2", "g", F.col("attempt").alias("prev_attempt"))
               .distinct().withColumn("prev_failed", F.lit(True)))
     extra = (redeliveries(e, ctx).join(failed, ["m", "m2", "g", "prev_attempt"], "left")
              .filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")) | F.col("prev_failed").isNull()))
+    extra, twice = _apart(extra, stored_twice(e, ctx))
     crash = extra.filter(_in_crash_window(ctx, F.col("ts_ms"))).count() if ctx["crash_windows"] else 0
     counted = extra.filter(~_in_crash_window(ctx, F.col("ts_ms")))
     n, ex = _violations(counted, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),
@@ -439,7 +463,7 @@ def check_duplicates(e, ctx) -> CheckResult:
     verdict = "pass" if n <= ctx["allow_duplicates"] else "fail"
     return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04"],
                        {"duplicate_deliveries": n, "allowed": ctx["allow_duplicates"],
-                        "crash_window_duplicates": crash}, ex)
+                        "crash_window_duplicates": crash, "stored_twice_duplicates": twice}, ex)
 
 
 def check_exactly_once(e, ctx) -> CheckResult:
@@ -533,7 +557,8 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     """The wait before each redelivery against the spec's timing model (``spec/timing_model.yaml``):
     inside its window a pass, outside by no more than the noise band inconclusive, farther a fail. Per
     attempt: count, p50 / p90 / p99, the KS distance to the model (uniform over the window, on a 1 % grid)
-    and a histogram for the plot. Redeliveries inside a stated crash window are counted apart."""
+    and a histogram for the plot. Redeliveries inside a stated crash window are counted apart, and so are those
+    of a message stored twice (``stored_twice``, TX-05: which copy's wait a delivery ends is not in the log)."""
     from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
@@ -551,6 +576,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
          .withColumn("band", F.col("nominal") * tol.relative + tol.absolute_ms)
          .withColumn("interval", F.col("ts_ms") - F.col("prev_ts"))
          .withColumn("crash", _in_crash_window(ctx, F.col("ts_ms"))))
+    d, twice = _apart(d, stored_twice(e, ctx))
     judged = d.filter(~F.col("crash"))
     iv, low, high, band = F.col("interval"), F.col("low"), F.col("high"), F.col("band")
     fails = (iv < low - band) | (iv > high + band)
@@ -590,7 +616,8 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     return CheckResult("retry_intervals", _verdict(n_outside, n_noisy),
                        ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08", "RETRY-5X-11"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
-                        "noise_band": n_noisy, "crash_window_redeliveries": crash}, examples,
+                        "noise_band": n_noisy, "crash_window_redeliveries": crash,
+                        "stored_twice_redeliveries": twice}, examples,
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"],
                         "release": ctx["release"], "time_scale": ctx["time_scale"],
                         "model": {"standard": standard.stated(), "fifo": fifo.stated(),

@@ -45,6 +45,8 @@ def event_logs(draw: st.DrawFn) -> list[Row]:
         sent, level = draw(st.integers(0, 5_000)), draw(st.sampled_from([0, 0, 1, 3]))
         if i == 0 or draw(st.integers(0, 9)):  # the first message is always sent: the log is never empty
             rows.append(row("SEND_OK", sent, producer_seq=i, delay_level=level, **msg))
+            if mg is None and not level and draw(st.integers(0, 4)) == 0:  # a transaction committed twice (TX-05)
+                rows.append(row("SEND_OK", sent + draw(st.integers(0, 9_000)), producer_seq=i, **msg))
         for group in draw(st.sets(st.sampled_from(["G1", "G2"]))):
             at = dict(msg, group=group, message_group=mg)
             first = t.delay_levels_ms[level - 1] if level and draw(st.booleans()) else draw(st.integers(0, 3_000))
@@ -77,7 +79,11 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
     life: dict[tuple, list[Row]] = defaultdict(list)  # (run, msg, group) -> its deliveries, successes, DLQs
     for r in of["DELIVER"] + of["CONSUME_OK"] + of["DLQ"]:
         life[(r["run_id"], r["msg_id"], r["group"])].append(r)
-    sends = {(r["run_id"], r["msg_id"]): r for r in of["SEND_OK"]}
+    sends: dict[tuple, Row] = {}
+    stores = Counter((r["run_id"], r["msg_id"]) for r in of["SEND_OK"])
+    for r in of["SEND_OK"]:
+        sends.setdefault((r["run_id"], r["msg_id"]), r)
+    twice = {key for key, n in stores.items() if n > 1}  # stored twice (TX-05): duplicates and waits apart
 
     subscribed = {(r["run_id"], r["topic"], r["group"]) for r in of["DELIVER"]}
     delivered = {(r["run_id"], r["msg_id"], r["group"]) for r in of["DELIVER"]}
@@ -87,11 +93,15 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
     def extra(counter: Counter) -> int:
         return sum(n - 1 for n in counter.values() if n > 1)
 
-    duplicates = 0  # a redelivery of the attempt before it, or after an attempt that did not fail
+    duplicates = duplicates_twice = 0  # a redelivery of the attempt before it, or after an attempt that did not fail
     failed = {(r["run_id"], r["msg_id"], r["group"], r["attempt"]) for r in of["CONSUME_FAIL"]}
     for key, events in life.items():
         ladder = sorted((e["attempt"], e["ts_ms"]) for e in events if e["kind"] == "DELIVER")
-        duplicates += sum(attempt == prev or (*key, prev) not in failed for (prev, _), (attempt, _) in zip(ladder, ladder[1:]))
+        n = sum(attempt == prev or (*key, prev) not in failed for (prev, _), (attempt, _) in zip(ladder, ladder[1:]))
+        if key[:2] in twice:
+            duplicates_twice += n
+        else:
+            duplicates += n
     applies = extra(Counter((r["run_id"], r["group"], r["key"]) for r in of["APPLY"]))
 
     lines: dict[tuple, list[tuple]] = defaultdict(list)  # (run, group, message group) -> (seq, first, done)
@@ -107,13 +117,15 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
         for (_, prev_first, prev_done), (_, first, _) in zip(line, line[1:]):
             disorder += prev_first is not None and first is not None and (first < prev_first or first < prev_done)
 
-    intervals = outside = noisy = 0
+    intervals = outside = noisy = waits_twice = 0
     dlq_bad = after_dlq = 0
-    for events in life.values():
+    for key, events in life.items():
         ladder = sorted((e["attempt"], e["ts_ms"], e["message_group"] is None) for e in events if e["kind"] == "DELIVER")
         for (prev_attempt, prev_ts, _), (attempt, ts, revived) in zip(ladder, ladder[1:]):
             wait = t.wait_before(attempt)
-            if attempt == prev_attempt + 1 and wait is not None:
+            if attempt == prev_attempt + 1 and wait is not None and key[:2] in twice:
+                waits_twice += 1
+            elif attempt == prev_attempt + 1 and wait is not None:
                 # the spec's timing model: a window after the nominal wait, the noise band around it
                 low, high = wait_model("retry-5x" if revived else "retry-5x-fifo").window(wait)
                 band, iv = wait * tol.relative + tol.absolute_ms, ts - prev_ts
@@ -141,9 +153,10 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
                 late += abs(min(firsts) - s["ts_ms"] - delay) > delay * tol.relative + tol.absolute_ms
 
     # no manifest states crash windows here: nothing is counted apart
-    return {"no_loss": {"lost": len(lost)}, "duplicates": {"duplicate_deliveries": duplicates, "crash_window_duplicates": 0},
+    return {"no_loss": {"lost": len(lost)}, "duplicates": {"duplicate_deliveries": duplicates, "crash_window_duplicates": 0,
+                                                          "stored_twice_duplicates": duplicates_twice},
             "exactly_once": {"extra_applies": applies}, "order": {"violations": disorder},
             "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy,
-                                "crash_window_redeliveries": 0},
+                                "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice},
             "dlq_at_max": {"violations": dlq_bad}, "nothing_after_dlq": {"violations": after_dlq},
             "delay_accuracy": {"delayed_deliveries": delayed, "off": late}}

@@ -110,6 +110,36 @@ def test_counts_where_spark_drops_the_observing_node(spark, tmp_path):
     assert counts["duplicates"]["duplicate_deliveries"] == 0
 
 
+@pytest.mark.spec("TX-05", "RETRY-CONC-03", "RETRY-5X-06")
+@pytest.mark.parametrize("second_commit", [True, False])
+def test_a_transaction_committed_again_by_a_check_is_two_stores_not_a_duplicate(spark, tmp_path, second_commit):
+    """From 5.1.0 a check can commit a half its producer already committed, before the batched op message
+    is written (TX-05): the message is stored twice and delivered twice, each copy at attempt 1, the second
+    copy's delivery falling between the first copy's attempts (as the 5.1.4 soak logged them). With both commits in the log the duplicates and
+    the waits are counted apart; with one commit the same deliveries are a duplicate (the check still bites)."""
+    def r(kind, ts, detail=None, **kw):
+        return {**row(kind, ts, **kw), "detail": detail}
+
+    tx = {"topic": "T1", "msg_id": "m1"}
+    rows = [r("TX_HALF", 0, **tx), r("TX_END", 10, [("state", "COMMIT_MESSAGE"), ("source", "CLIENT")], **tx),
+            r("DELIVER", 20, group="G1", attempt=1, **tx), r("CONSUME_FAIL", 21, group="G1", attempt=1, **tx),
+            r("DELIVER", 9_000, group="G1", attempt=1, **tx), r("CONSUME_OK", 9_001, group="G1", attempt=1, **tx),
+            r("DELIVER", 16_000, group="G1", attempt=2, **tx), r("CONSUME_OK", 16_001, group="G1", attempt=2, **tx)]
+    if second_commit:
+        rows.insert(2, r("TX_END", 8_900, [("state", "COMMIT_MESSAGE"), ("source", "SERVER_CHECK")], **tx))
+    pq.write_table(as_table(rows), tmp_path / "log.parquet")
+    checks = {c["name"]: c for c in run_checks(spark, str(tmp_path))["checks"]}
+    duplicates, waits = checks["duplicates"]["counts"], checks["retry_intervals"]["counts"]
+    if second_commit:
+        assert checks["duplicates"]["verdict"] == "pass" and checks["no_loss"]["verdict"] == "pass"
+        assert (duplicates["duplicate_deliveries"], duplicates["stored_twice_duplicates"]) == (0, 1)
+        assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (0, 1)
+    else:
+        assert checks["duplicates"]["verdict"] == "fail"
+        assert (duplicates["duplicate_deliveries"], duplicates["stored_twice_duplicates"]) == (1, 0)
+        assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (1, 0)
+
+
 def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
     """The verdicts of RETRY-CONC-03, FIFO-01, RETRY-CONC-07 and RETRY-CONC-04, their counts and named
     counterexamples do not depend on how many checks share the cache at once."""
