@@ -120,11 +120,12 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         f AS (SELECT run_id, msg_id, "group", min(ts_ms) AS first FROM v WHERE kind = 'DELIVER' AND attempt = 1 GROUP BY ALL)
         SELECT run_id, msg_id, "group", delay_level, sent, first, first - sent - delay_ms AS late_by, delay_ms
         FROM s JOIN levels USING (delay_level) JOIN f USING (run_id, msg_id)""")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE late AS SELECT * FROM delays WHERE abs(late_by) > delay_ms * {rel} + {ab}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE early AS SELECT * FROM delays WHERE late_by < -(delay_ms * {rel} + {ab})")
     out["delay_accuracy"] = {"delayed_deliveries": one("SELECT count(*) FROM delays")[0],
-                             "off": violations("delay_accuracy", "late")}
+                             "early": violations("delay_accuracy", "early"),
+                             "late": one(f"SELECT count(*) FROM delays WHERE late_by > delay_ms * {rel} + {ab}")[0]}
     for name, counts in out.items():
-        key = {**FAULT_COUNT, "delay_accuracy": "off"}[name]
+        key = {**FAULT_COUNT, "delay_accuracy": "early"}[name]
         noisy_band = counts.get("noise_band", 0)
         counts["verdict"] = "fail" if counts[key] else ("inconclusive" if noisy_band else "pass")
         counts["counterexamples"] = examples[name]

@@ -692,7 +692,12 @@ def check_dlq(e, ctx) -> CheckResult:
 
 
 def check_delay_accuracy(e, ctx) -> CheckResult:
-    """A delayed message's first delivery comes its level's delay after the send (DELAY-01, DELAY-06)."""
+    """A delayed message is not delivered before its level's delay after the send (DELAY-01, DELAY-06): a
+    first delivery earlier than that, by more than the tolerance, is a violation (``early``). A later one is
+    counted (``late``) but not judged: the broker promises that the message is not visible before its time,
+    and a log cannot tell a late broker from a consumer busy with other messages (a generated program on
+    the reference delivered a level-3 message 26 s after its send, its group retrying others meanwhile).
+    The suites judge lateness on the target itself (the delay property, DELAY-01)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -705,13 +710,15 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     tol = ctx["tolerance"]
     d = (delayed.withColumn("delay_ms", _looked_up(t.delay_levels_ms, F.col("delay_level"))).join(first, ["m", "m2"])
          .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
+    band = F.col("delay_ms") * tol.relative + tol.absolute_ms
     total, delayed_deliveries = Observation(), F.count(F.lit(1)).alias("n")
-    off = d.observe(total, delayed_deliveries).filter(
-        F.abs("late_by") > F.col("delay_ms") * tol.relative + tol.absolute_ms)
-    n, ex = _violations(off, ["m", "m2", "g", "delay_level", "sent", "first", "late_by"], MSG_AND_GROUP,
+    later, late = Observation(), F.count(F.when(F.col("late_by") > band, 1)).alias("n")
+    early = d.observe(total, delayed_deliveries).observe(later, late).filter(F.col("late_by") < -band)
+    n, ex = _violations(early, ["m", "m2", "g", "delay_level", "sent", "first", "late_by"], MSG_AND_GROUP,
                         _at("first", MSG_AND_GROUP), ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
     return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06"],
-                       {"delayed_deliveries": _observed_count(total, lambda: d.agg(delayed_deliveries)), "off": n}, ex)
+                       {"delayed_deliveries": _observed_count(total, lambda: d.agg(delayed_deliveries)), "early": n,
+                        "late": _observed_count(later, lambda: d.agg(late))}, ex)
 
 
 CHECKS: dict[str, Callable] = {

@@ -141,7 +141,7 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
         dlq_bad += (dlq is not None and last_attempt != t.max_deliveries) or (
             dlq is None and last_attempt is not None and last_attempt >= t.max_deliveries and successes == 0)
 
-    delayed = late = 0
+    delayed = early = late = 0  # early fails; late is counted, not judged (the log cannot tell whose it is)
     for (run, msg), s in sends.items():
         if not s["delay_level"]:
             continue
@@ -150,7 +150,8 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
             firsts = [e["ts_ms"] for e in events if e["kind"] == "DELIVER" and e["attempt"] == 1]
             if (run2, msg2) == (run, msg) and firsts:
                 delayed += 1
-                late += abs(min(firsts) - s["ts_ms"] - delay) > delay * tol.relative + tol.absolute_ms
+                late_by, band = min(firsts) - s["ts_ms"] - delay, delay * tol.relative + tol.absolute_ms
+                early, late = early + (late_by < -band), late + (late_by > band)
 
     # no manifest states crash windows here: nothing is counted apart
     return {"no_loss": {"lost": len(lost)}, "duplicates": {"duplicate_deliveries": duplicates, "crash_window_duplicates": 0,
@@ -159,4 +160,4 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
             "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy,
                                 "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice},
             "dlq_at_max": {"violations": dlq_bad}, "nothing_after_dlq": {"violations": after_dlq},
-            "delay_accuracy": {"delayed_deliveries": delayed, "off": late}}
+            "delay_accuracy": {"delayed_deliveries": delayed, "early": early, "late": late}}

@@ -140,6 +140,23 @@ def test_a_transaction_committed_again_by_a_check_is_two_stores_not_a_duplicate(
         assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (1, 0)
 
 
+@pytest.mark.spec("DELAY-01", "DELAY-06")
+@pytest.mark.parametrize("first_ms, verdict, early, late", [(26_000, "pass", 0, 1), (10_050, "pass", 0, 0),
+                                                            (4_000, "fail", 1, 0)])
+def test_a_delayed_message_is_judged_by_what_the_broker_promises(spark, tmp_path, first_ms, verdict, early, late):
+    """A level-3 message (10 s) first delivered 26 s after its send, its group busy meanwhile, is what a
+    correct broker can log (make run's own log had one): counted late, not failed. Delivered 4 s after its
+    send, before its time, it fails."""
+    msg = {"topic": "T1", "msg_id": "m1"}
+    rows = [row("SEND_OK", 0, producer_seq=1, delay_level=3, **msg),
+            row("DELIVER", first_ms, group="G1", attempt=1, **msg), row("CONSUME_OK", first_ms + 1, group="G1", attempt=1, **msg)]
+    pq.write_table(as_table(rows), tmp_path / "log.parquet")
+    check = {c["name"]: c for c in run_checks(spark, str(tmp_path))["checks"]}["delay_accuracy"]
+    assert check["verdict"] == verdict
+    assert check["counts"] == {"delayed_deliveries": 1, "early": early, "late": late}
+    assert len(check["counterexamples"]) == early
+
+
 def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
     """The verdicts of RETRY-CONC-03, FIFO-01, RETRY-CONC-07 and RETRY-CONC-04, their counts and named
     counterexamples do not depend on how many checks share the cache at once."""
