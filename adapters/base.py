@@ -235,6 +235,12 @@ class Target(abc.ABC):
     def require_duration(self, spec_ms: float) -> None:
         """Raise ``NotApplicable`` when ``spec_ms`` of spec time would outlast this target's time budget."""
 
+    def delivery_time_sent_ms(self, at_ms: int) -> int:
+        """The delivery time (spec ms) this target's client sends when asked for ``at_ms``: ``at_ms`` itself,
+        unless the client can only send coarser times (the Python 5.x SDK sends whole seconds of the wall
+        clock, DELAY-08): a test of a delivery time judges the one that was sent."""
+        return at_ms
+
     def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         """Let everything pending happen (all retries, DLQs, checks), bounded by ``max_ms`` of spec time."""
         self.advance(max_ms)

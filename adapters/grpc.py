@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import itertools
 import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -264,6 +265,18 @@ class GrpcTarget(Target):
         self._read_dead_letters(look_now=True)
         with self._lock:
             return self.recorder.drain()
+
+    def _wall_of_spec(self, spec_ms: float) -> float:
+        return self.info.spec_wall_at_start_ms + spec_ms if self.info.admin else \
+            self.info.spec_wall_at_start_ms + spec_ms * self.time_scale
+
+    def delivery_time_sent_ms(self, at_ms: int) -> int:
+        """The Python SDK sends a delivery time in whole seconds (``system_properties.delivery_timestamp.seconds``):
+        ``at_ms`` as the wall second it falls in, in spec time again, rounded up so that sending it sends that
+        same second (at a time scale of 0.2 up to 5 s of spec time earlier than asked)."""
+        sent_wall = self._wall_of_spec(at_ms) // 1000 * 1000
+        spec = sent_wall - self.info.spec_wall_at_start_ms
+        return math.ceil(spec if self.info.admin else spec / self.time_scale)
 
     def _spec_ts_of_wall(self, wall_ms: float) -> int:
         return int(wall_ms - self.info.spec_wall_at_start_ms) if self.info.admin else \
@@ -573,10 +586,8 @@ class GrpcProducer:
         if properties:
             for k, v in properties.items():
                 message.add_property(k, v)
-        if delivery_timestamp_ms is not None:
-            wall = t.info.spec_wall_at_start_ms + delivery_timestamp_ms if t.info.admin else \
-                t.info.spec_wall_at_start_ms + delivery_timestamp_ms * t.time_scale
-            message.delivery_timestamp = int(wall // 1000)
+        if delivery_timestamp_ms is not None:  # whole seconds: see GrpcTarget.delivery_time_sent_ms
+            message.delivery_timestamp = int(t._wall_of_spec(delivery_timestamp_ms) // 1000)
         return message
 
     def send_batch(self, messages: Any) -> list[SendResult]:
