@@ -92,10 +92,12 @@ class NodeTarget(WallDriverTarget):
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
-                        retry_ladder_ms: Sequence[int] | None = None) -> None:
+                        retry_ladder_ms: Sequence[int] | None = None, courtesy: bool = False) -> None:
+        """``courtesy``: the harness's own set-up of a group a client is about to use; a broker's refusal (an
+        illegal group name) is left for the client to meet (``WallDriverTarget._set_up``)."""
         real = self.names.real(name)
         self._set_up(f"configure group {real}", lambda: self.admin.create_group(
-            real, retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums))
+            real, retry_max_times, fifo, retry_policy, retry_ladder_ms, retry_queue_nums), courtesy)
         if fifo:
             self._fifo_groups.add(name)
 

@@ -14,7 +14,7 @@
  *
  * Time: the SDK runs on the wall clock; spec time = (CLOCK_MONOTONIC seconds - epoch) / time scale, where
  * epoch is a Python time.monotonic() value of the harness (the same clock). A delivery timestamp of spec
- * time T is sent as timestamp-base-ms + T * timestamp-scale.
+ * time T is sent as timestamp-base-ms + T * timestamp-scale, and a duration D (an invisible time) as D * timestamp-scale.
  */
 'use strict';
 
@@ -57,6 +57,9 @@ const ARGS = parseArgs(process.argv.slice(2));
 const monotonicS = () => Number(process.hrtime.bigint()) / 1e9;
 const EPOCH = ARGS.epoch === null ? monotonicS() : ARGS.epoch;
 const nowMs = () => Math.floor((monotonicS() - EPOCH) * 1000 / ARGS.timeScale);
+/** A duration the harness gives in spec ms, as the server takes it: a real release's proxy reads wall ms
+ * (its clocks compressed through its keys), rmqc serve spec ms; the same factor as a timestamp's. */
+const wireMs = (ms) => Math.round(ms * ARGS.timestampScale);
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 const quietLogger = {
   info() {}, debug() {}, warn() {},
@@ -245,7 +248,7 @@ async function cmdSimpleConsumer(session, m) {
 
 async function cmdReceive(session, m) {
   const entry = client(m);
-  const messages = await entry.client.receive(m.max_messages || 16, Math.max(0, m.invisible_ms ?? 30000));
+  const messages = await entry.client.receive(m.max_messages || 16, Math.max(0, wireMs(m.invisible_ms ?? 30000)));
   const views = [];
   for (const mv of messages) {
     entry.views.set(mv.receiptHandle, mv);
@@ -283,7 +286,7 @@ async function cmdChangeInvisibleDuration(session, m) {
   const entry = client(m);
   const mv = heldView(entry, m.view);
   try {
-    await entry.client.changeInvisibleDuration(mv, m.invisible_ms);
+    await entry.client.changeInvisibleDuration(mv, wireMs(m.invisible_ms));
   } catch (err) {
     return { code: errorOf(err).code, receipt_handle: null };
   }
@@ -339,7 +342,7 @@ async function cmdPushConsumer(session, m) {
     nacked(request) {
       const s = seen.get(request.getMessageId()) || {};
       const d = request.getInvisibleDuration();
-      const invisibleMs = d ? d.getSeconds() * 1000 + Math.floor(d.getNanos() / 1e6) : 0;
+      const invisibleMs = d ? Math.round((d.getSeconds() * 1000 + Math.floor(d.getNanos() / 1e6)) / ARGS.timestampScale) : 0;
       emit(session, 'RETRY_SCHEDULED', { topic: request.getTopic().getName(), group, msg_id: request.getMessageId(),
         key: s.key, attempt: (s.attempt || 1) + 1, expected_delay_ms: invisibleMs, detail: { via: 'change_invisible_duration' } });
     },
