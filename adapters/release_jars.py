@@ -179,9 +179,10 @@ def copy_artifacts(folder: Path, release: str, wanted: Sequence[str], required: 
     was built from the source release."""
     done = folder / "complete.json"
     record = json.loads(done.read_text()) if done.exists() else None
-    if record is not None and ("built" in record or not record["missing"]):  # one without "built" predates
+    # a record written before source releases were built ("built" absent) is tried again where it lacks parts
+    if record is not None and ("built" in record or not record["missing"]):
         return (tuple(record.get("components") or record.get("artifacts") or ()), dict(record["missing"]),
-                dict(record.get("built", {})))  # the source releases: its missing parts are tried again
+                dict(record.get("built", {})))
     _tool("java")
     mvn = _tool("mvn")
     components, missing, built = list(wanted), {}, {}
