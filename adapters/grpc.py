@@ -274,13 +274,14 @@ class GrpcTarget(Target):
         """The Python SDK sends a delivery time in whole seconds (``system_properties.delivery_timestamp.seconds``):
         ``at_ms`` as the wall second it falls in, in spec time again, rounded up so that sending it sends that
         same second (at a time scale of 0.2 up to 5 s of spec time earlier than asked)."""
-        sent_wall = self._wall_of_spec(at_ms) // 1000 * 1000
-        spec = sent_wall - self.info.spec_wall_at_start_ms
-        return math.ceil(spec if self.info.admin else spec / self.time_scale)
+        return math.ceil(self._spec_of_wall(self._wall_of_spec(at_ms) // 1000 * 1000))
+
+    def _spec_of_wall(self, wall_ms: float) -> float:
+        return wall_ms - self.info.spec_wall_at_start_ms if self.info.admin else \
+            (wall_ms - self.info.spec_wall_at_start_ms) / self.time_scale
 
     def _spec_ts_of_wall(self, wall_ms: float) -> int:
-        return int(wall_ms - self.info.spec_wall_at_start_ms) if self.info.admin else \
-            int((wall_ms - self.info.spec_wall_at_start_ms) / self.time_scale)
+        return int(self._spec_of_wall(wall_ms))
 
     def _read_dead_letters(self, look_now: bool = False) -> None:
         """What reached ``%DLQ%<group>`` of the groups this target consumed with; ``look_now``: look for a

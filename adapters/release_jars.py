@@ -118,11 +118,12 @@ def _maven(mvn: str, args: list[str], cwd: Path | None = None) -> tuple[int, str
     return run.returncode, run.stdout + run.stderr
 
 
-def _last_line(output: str) -> str:
+def _cause_line(output: str) -> str:
+    """Why Maven failed, in one line: an unreachable registry, else its first error, else its last line."""
     reason = _UNREACHABLE.search(output)
     errors = [line for line in output.splitlines() if line.startswith("[ERROR]") and line.strip() != "[ERROR]"]
-    last = reason.group(1) if reason else (errors or output.strip().splitlines() or ["(no output)"])[0]
-    return last.strip()[:300]
+    cause = reason.group(1) if reason else errors[0] if errors else (output.strip().splitlines() or ["(no output)"])[-1]
+    return cause.strip()[:300]
 
 
 SOURCE_RELEASE = "rocketmq-all-{release}-source-release.zip"
@@ -147,8 +148,8 @@ def build_from_source(folder: Path, release: str, modules: Sequence[str], mvn: s
                                 f"-Dartifact={GROUP}:rocketmq-all:{release}:zip:source-release",
                                 f"-DoutputDirectory={source}"])
     if code != 0:
-        return f"Maven Central serves neither the jar nor the source release of {release}: {_last_line(output)}"
-    with zipfile.ZipFile(source / f"rocketmq-all-{release}-source-release.zip") as archive:
+        return f"Maven Central serves neither the jar nor the source release of {release}: {_cause_line(output)}"
+    with zipfile.ZipFile(source / name) as archive:
         archive.extractall(source)
     roots = [p for p in source.iterdir() if p.is_dir() and (p / "pom.xml").exists()]
     if len(roots) != 1:
@@ -158,7 +159,7 @@ def build_from_source(folder: Path, release: str, modules: Sequence[str], mvn: s
                                 f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime",
                                 f"-DoutputDirectory={lib}"], cwd=roots[0])
     if code != 0:
-        return f"the source release {name} did not build: {_last_line(output)}"
+        return f"the source release {name} did not build: {_cause_line(output)}"
     for module in modules:
         jar = roots[0] / module / "target" / f"{artifact(module)}-{release}.jar"
         if not jar.exists():
@@ -200,7 +201,7 @@ def copy_artifacts(folder: Path, release: str, wanted: Sequence[str], required: 
             break
         gone = missing_component(output)
         if not gone or gone not in components:
-            raise ReleaseUnavailable(f"RocketMQ {release}: Maven could not resolve the jars: {_last_line(output)}")
+            raise ReleaseUnavailable(f"RocketMQ {release}: Maven could not resolve the jars: {_cause_line(output)}")
         if source_failure is None:
             (folder / "pom.xml").write_text(pom_text(release, ()))
             shutil.rmtree(lib, ignore_errors=True)
