@@ -5,7 +5,7 @@ Every failure message starts with the spec ID it breaks, e.g. ``[RETRY-CONC-07] 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping, TypeVar
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from history.outcomes import Inconclusive
 from history.profiles import REMOTING_4X
@@ -17,14 +17,17 @@ from .tolerance import Tolerance
 
 
 class SpecViolation(AssertionError):
-    """A behaviour broke its spec; ``spec_id`` names it."""
+    """A behaviour broke its spec; ``spec_id`` names it (``spec_ids``: every behaviour the failure points at,
+    when one difference is stated by more than one, ``suites.blame``)."""
 
-    def __init__(self, spec_id: str, message: str) -> None:
-        super().__init__(f"[{spec_id}] {message}")
-        self.spec_id = spec_id
+    def __init__(self, spec_id: str | Sequence[str], message: str) -> None:
+        ids = (spec_id,) if isinstance(spec_id, str) else tuple(spec_id)
+        super().__init__(f"[{', '.join(ids)}] {message}")
+        self.spec_id = ids[0]
+        self.spec_ids = ids
 
 
-def require(condition: bool, spec_id: str, message: str) -> None:
+def require(condition: bool, spec_id: str | Sequence[str], message: str) -> None:
     if not condition:
         raise SpecViolation(spec_id, message)
 

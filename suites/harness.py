@@ -6,9 +6,10 @@ from typing import Callable, Mapping
 
 from adapters.base import Target
 from history.outcomes import NotApplicable
-from history.profiles import GRPC_5X, KAFKA_RETRY, REMOTING_4X
+from history.profiles import GRPC_5X, REMOTING_4X
 from history.trace import Life, lives
 from history.transcripts import (
+    Divergence,
     Placement,
     Step,
     first_divergence,
@@ -19,7 +20,9 @@ from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import NODE_5X_SDK
 from reference_impl.rules import retry5x
 
+from . import blame
 from .checks import (
+    SpecViolation,
     check_differential,
     check_scenario,
     client_timed,
@@ -130,10 +133,11 @@ def run_checked(make_target: Callable[..., Target], reference_for: Callable[...,
     return observed
 
 
-VERDICT_ID = {"push4x-concurrent": "RETRY-CONC-04", "push4x-orderly": "ORDER-4X-03",
-              "push4x-broadcast": "RETRY-CONC-02",
-              "push5x": "RETRY-5X-07", "push5x-fifo": "RETRY-5X-08", KAFKA_RETRY: "KAFKA-01"}
-"""The behaviour a consumer kind's whole story stands for, named when a transcript parts from the reference's."""
+CONSUMER_FAMILY = {"push4x-concurrent": blame.CONCURRENT_4X, "push4x-orderly": blame.ORDERLY_4X,
+                   "push4x-broadcast": blame.BROADCAST_4X, "push5x": blame.PUSH_5X, "push5x-fifo": blame.FIFO_5X}
+"""A scenario's consumer kind -> the family its stories are blamed by (``suites.blame``)."""
+KAFKA_STORY_ID = "KAFKA-01"
+"""The Kafka pattern's story is the pattern's own (KAFKA-01): the tables speak of the brokers' consumers."""
 
 
 def _slack_ms(want: list[Step], tolerance: Tolerance) -> dict[int, float]:
@@ -148,12 +152,20 @@ def _slack_ms(want: list[Step], tolerance: Tolerance) -> dict[int, float]:
 
 
 def _require_same_stories(observed: Mapping[str, list[Step]], predicted: Mapping[str, list[Step]],
-                          tolerance: Tolerance, sid: str) -> None:
-    require(set(observed) == set(predicted), sid,
-            f"keys with a story {sorted(observed)} differ from the reference's {sorted(predicted)}")
+                          tolerance: Tolerance, profile: str, hint: str | None) -> None:
+    """Every key's transcript is the reference's; the first that parts fails the behaviours its first differing
+    step points at (``suites.blame``), with both stories around it."""
+    missing, extra = sorted(set(predicted) - set(observed)), sorted(set(observed) - set(predicted))
+    for key in missing + extra:  # a whole story one side lacks: its first step is the difference
+        seen, want = observed.get(key, []), predicted.get(key, [])
+        found = blame.story_blame(profile, Divergence(key, 0, seen[0] if seen else None, want[0] if want else None),
+                                  seen, want, hint)
+        raise SpecViolation(found.spec_ids, found.message)
     for key, want in sorted(predicted.items()):
         divergence = first_divergence(key, observed[key], want, _slack_ms(want, tolerance))
-        require(divergence is None, sid, divergence.describe() if divergence else "")
+        if divergence is not None:
+            found = blame.story_blame(profile, divergence, observed[key], want, hint)
+            raise SpecViolation(found.spec_ids, found.message)
 
 
 def _same_placement(observed: Mapping[str, Placement], predicted: Mapping[str, Placement]) -> None:
@@ -187,9 +199,30 @@ def run_compared(make_target: Callable[..., Target], reference_for: Callable[...
     want = run_scenario(prediction_target(reference_for, scenario.profile, target), scenario)
     _same_placement(placements(seen), placements(want))
     observed, predicted = transcripts(seen), transcripts(want)
-    _require_same_stories(observed, predicted, tolerance_for(target, redelivery=scenario.consumer == "push5x"),
-                          VERDICT_ID[scenario.consumer])
+    tolerance = tolerance_for(target, redelivery=scenario.consumer == "push5x")
+    if scenario.consumer not in CONSUMER_FAMILY:  # the Kafka pattern's story
+        for key, want in sorted(predicted.items()):
+            divergence = first_divergence(key, observed.get(key, []), want, _slack_ms(want, tolerance))
+            require(divergence is None and set(observed) == set(predicted), KAFKA_STORY_ID,
+                    divergence.describe() if divergence else f"keys with a story {sorted(observed)} differ "
+                                                             f"from the reference's {sorted(predicted)}")
+        return observed
+    _require_same_stories(observed, predicted, tolerance, scenario.profile, CONSUMER_FAMILY[scenario.consumer])
     return observed
+
+
+def program_family(program: Program) -> str | None:
+    """The family a program's stories are blamed by when every consumer it starts is of one kind (all orderly,
+    all broadcasting on 4.x; a FIFO topic on 5.x, a handover where push consumers leave it); ``None`` when the
+    stories themselves must tell."""
+    if program.profile == GRPC_5X:
+        if program.topic_type != "FIFO":
+            return None
+        leaves = any(step[0] in ("shutdown", "crash") for step in program.steps)
+        return blame.FIFO_HANDOVER_5X if leaves else blame.FIFO_5X
+    kinds = {blame.ORDERLY_4X if step[1] else blame.BROADCAST_4X if step[2] else blame.CONCURRENT_4X
+             for step in program.steps if step[0] == "push4x"}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def run_programs_compared(make_target: Callable[..., Target], reference_for: Callable[..., Target],
@@ -204,15 +237,19 @@ def run_programs_compared(make_target: Callable[..., Target], reference_for: Cal
         out_of_reach(exc)
     predicted = run_program(prediction_target(reference_for, program.profile, target), program)
     _same_placement(observed.placed, predicted.placed)
-    sid = "RETRY-5X-07" if program.profile == GRPC_5X else "RETRY-CONC-04"
-    for i, (seen, want) in enumerate(zip(observed.results, predicted.results), start=1):
-        require(seen == want, sid, f"step {i} {program.steps[i - 1]}: observed {seen!r}; the reference has {want!r}")
+    hint = program_family(program)
     _require_same_stories(observed.stories, predicted.stories,
-                          tolerance_for(target, redelivery=program.profile == GRPC_5X), sid)
+                          tolerance_for(target, redelivery=program.profile == GRPC_5X), program.profile, hint)
+    family = hint or (blame.PUSH_5X if program.profile == GRPC_5X else blame.CONCURRENT_4X)
+    for i, (seen, want) in enumerate(zip(observed.results, predicted.results), start=1):
+        if seen != want:
+            found = blame.result_blame(family, program.steps[i - 1], seen, want, i)
+            raise SpecViolation(found.spec_ids, found.message)
     if observed.stored:  # the target can read what it stores (observe.stored)
         for topic, copies in predicted.stored.items():
-            require(observed.stored.get(topic) == copies, sid,
-                    f"topic {topic} stores {observed.stored.get(topic)}; the reference stores {copies}")
+            if observed.stored.get(topic) != copies:
+                found = blame.stored_blame(family, topic, observed.stored.get(topic), copies)
+                raise SpecViolation(found.spec_ids, found.message)
     if observed.offsets:  # the target tells a group's committed offsets (observe.offset)
         require(observed.offsets == predicted.offsets, "OFFSET-04",
                 f"committed offsets {observed.offsets}; the reference commits {predicted.offsets}")

@@ -50,11 +50,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def violated_ids(error: BaseException) -> set[str]:
-    """The behaviours a failure names: a ``SpecViolation``'s ID, or every ID of an exception group (Hypothesis
+    """The behaviours a failure names: a ``SpecViolation``'s IDs, or every ID of an exception group (Hypothesis
     raises one when examples fail in different ways) when each of its failures names one; else none."""
     if isinstance(error, BaseExceptionGroup):  # the outcomes among its examples (out of reach, noise) blame nothing
         named = [violated_ids(e) for e in error.exceptions if not isinstance(e, Outcome)]
         return set().union(*named) if named and all(named) else set()
+    ids = getattr(error, "spec_ids", None)
+    if isinstance(ids, tuple) and ids and all(isinstance(i, str) for i in ids):
+        return set(ids)
     sid = getattr(error, "spec_id", None)
     return {sid} if isinstance(sid, str) else set()
 
