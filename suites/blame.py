@@ -241,10 +241,11 @@ def _ordered(ids: Sequence[str]) -> tuple[str, ...]:
 
 def family_of(profile: str, story: Sequence[Step], hint: str | None = None) -> str:
     """The family of one key's story: a FIFO story on 5.x (its steps carry a message group), an orderly or a
-    concurrent one on 4.x (its retries are the orderly consumer's local ones, or send-backs); else ``hint`` (the program's consumers: all
-    broadcasting, say), else the line's plain consumer."""
+    concurrent one on 4.x (its retries are the orderly consumer's local ones, or send-backs); else ``hint``
+    (the program's consumers: all broadcasting, say), else the line's plain consumer."""
     if profile == GRPC_5X:
-        fifo = hint in (FIFO_5X, FIFO_HANDOVER_5X) or any(name == "message_group" for s in story for name, _ in s.fields)
+        fifo = hint in (FIFO_5X, FIFO_HANDOVER_5X) or any(name == "message_group"
+                                                          for s in story for name, _ in s.fields)
         return (hint if hint == FIFO_HANDOVER_5X else FIFO_5X) if fifo else PUSH_5X
     ways = {value for s in story if s.kind == "RETRY_SCHEDULED" for name, value in s.fields if name == "via"}
     if "orderly_local" in ways:
@@ -370,7 +371,7 @@ def result_blame(family: str, step: Sequence[object], seen: str, want: str, numb
 
 def reachable_ids() -> set[str]:
     """Every ID a difference can be blamed on."""
-    tables: list[Mapping[object, tuple[str, ...]]] = [STEP_IDS, STORED_PROPERTY_IDS, STORED_TOPIC_IDS, RESULT_IDS,
-                                                      REDELIVERY_IDS, REDELIVERY_TIME_IDS, REVIVE_IDS, REVIVE_TIME_IDS, FIRST_DELIVERY_IDS,
-                                                      DELAYED_DELIVERY_TIME_IDS]
+    tables: list[Mapping[object, tuple[str, ...]]] = [
+        STEP_IDS, STORED_PROPERTY_IDS, STORED_TOPIC_IDS, RESULT_IDS, REDELIVERY_IDS, REDELIVERY_TIME_IDS, REVIVE_IDS,
+        REVIVE_TIME_IDS, FIRST_DELIVERY_IDS, DELAYED_DELIVERY_TIME_IDS]
     return {i for table in tables for ids in table.values() for i in ids} | set(FAMILY_ID.values()) | set(NAMING_IDS)

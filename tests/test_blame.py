@@ -75,7 +75,8 @@ def _blamed(profile: str, seen: list[Step], want: list[Step], hint: str | None =
 
 def test_a_field_of_a_step_is_blamed_on_the_behaviour_that_states_it() -> None:
     want = [SEND, DELIVER_1, FAIL_1, RETRY_4X, DELIVER_2]
-    wrong_level = [SEND, DELIVER_1, FAIL_1, _step("RETRY_SCHEDULED", 0, **{**dict(RETRY_4X.fields), "delay_level": "2"})]
+    wrong_level = [SEND, DELIVER_1, FAIL_1,
+                   _step("RETRY_SCHEDULED", 0, **{**dict(RETRY_4X.fields), "delay_level": "2"})]
     assert _blamed(REMOTING_4X, wrong_level, want) == ("RETRY-CONC-04",)
     wrong_view = [SEND, DELIVER_1, FAIL_1, RETRY_4X, _step("DELIVER", 10_000, **{**dict(DELIVER_2.fields),
                                                                                  "topic": "%RETRY%G"})]
