@@ -22,6 +22,7 @@ CAPABILITIES = {
     "delay.level": "4.x delay levels", "delay.timer": "5.x delivery timestamps",
     "consumer.push4x.concurrent": "4.x push consumer, concurrent", "consumer.push4x.orderly": "4.x push consumer, orderly",
     "consumer.push4x.broadcast": "4.x broadcasting consumption",
+    "consumer.suspend_time": "a 4.x orderly consumer's suspend time can be set (suspendCurrentQueueTimeMillis)",
     "consumer.simple5x": "5.x simple consumer", "consumer.push5x": "5.x push consumer",
     "consumer.push5x.fifo": "5.x FIFO push consumer",
     "sdk.java": "can act as the Java 5.x SDK", "sdk.python": "can act as the Python 5.x SDK",

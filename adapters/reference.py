@@ -27,7 +27,8 @@ _COMMON = {"clock.virtual", "send.sync", "send.async", "send.oneway", "send.batc
            "observe.queue_id", "observe.offset", "observe.client_offsets",
            "observe.stored", "observe.properties", "observe.query"}
 CAPABILITIES_BY_PROFILE = {
-    REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast"},
+    REMOTING_4X: _COMMON | {"consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast",
+                            "consumer.suspend_time"},
     GRPC_5X: _COMMON | {"delay.timer", "consumer.simple5x", "consumer.push5x", "consumer.push5x.fifo",
                            "sdk.java", "sdk.python", "sdk.nodejs"},
 }

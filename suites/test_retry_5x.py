@@ -2,6 +2,8 @@
 and the DLQ."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import example, given
 
@@ -138,6 +140,42 @@ def test_the_handle_a_change_of_invisible_time_replaced(target):
     require(consumer.ack(received[0]) == 20000, "RETRY-5X-09", "the new delivery's ack refused")
     target.advance(max(0, old_until + 1000 - target.now_ms()))  # past the old handle's own invisible time
     require(consumer.ack(view) == 40013, "RETRY-5X-09", "the replaced handle after its own time must be 40013")
+
+
+@pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-09")
+def test_a_receipt_handle_through_two_changes_of_invisible_time(target):
+    """A handle's whole life across two changes (RETRY-5X-09): received for 60 s (h0), changed to 40 s (h1), then
+    to 20 s (h2). Each change acked the checkpoint the handle before it names, so h0 and h1 are each still
+    taken until their own invisible time ends (their acks are OK and do nothing) and 40013 after; the message
+    comes back once, after h2's 20 s; the new delivery's handle acks it, and h2, past its time, is 40013."""
+    target.create_topic("T")
+    consumer = target.simple_consumer_5x("G", "T")
+    target.producer().send("T", b"x", key="h")
+    (h0,) = consumer.receive(16, invisible_ms=60_000)
+    start = target.now_ms()
+    code, first = consumer.change_invisible_duration(h0, 40_000)
+    require(code == 20000 and first and first != h0.receipt_handle, "RETRY-5X-09", f"the first change answered {code}")
+    h1 = dataclasses.replace(h0, receipt_handle=first)
+    code, second = consumer.change_invisible_duration(h1, 20_000)
+    require(code == 20000 and second and second not in (first, h0.receipt_handle), "RETRY-5X-09",
+            f"the second change, with the first change's handle, answered {code}")
+    h2 = dataclasses.replace(h0, receipt_handle=second)
+    require(consumer.ack(h0) == 20000, "RETRY-5X-09", "h0, replaced but within its 60 s, must be taken (OK)")
+    require(consumer.ack(h1) == 20000, "RETRY-5X-09", "h1, replaced but within its 40 s, must be taken (OK)")
+    received = _back_after(target, consumer, max(0, start + 20_000 - target.now_ms()), 60_000)
+    require([v.key for v in received] == ["h"], "RETRY-5X-09",
+            f"the acks of h0 and h1 must do nothing: the message comes back once after h2's 20 s; got {received}")
+    require(consumer.ack(h2) == 40013, "RETRY-5X-09", "h2, past its 20 s, must be INVALID_RECEIPT_HANDLE")
+    require(consumer.ack(received[0]) == 20000, "RETRY-5X-09", "the new delivery's handle must ack it")
+    if target.now_ms() < start + 40_000 - 2_000:  # h1 is still within its time (a slow target may be past it)
+        require(consumer.ack(h1) == 20000, "RETRY-5X-09", "h1 within its 40 s, asked again, must be OK")
+    target.advance(max(0, start + 41_000 - target.now_ms()))
+    require(consumer.ack(h1) == 40013, "RETRY-5X-09", "h1 past its 40 s must be INVALID_RECEIPT_HANDLE")
+    require(consumer.ack(h0) == 20000, "RETRY-5X-09", "h0 within its 60 s must still be taken (OK)")
+    target.advance(max(0, start + 61_000 - target.now_ms()))
+    require(consumer.ack(h0) == 40013, "RETRY-5X-09", "h0 past its 60 s must be INVALID_RECEIPT_HANDLE")
+    require(consumer.receive(16, invisible_ms=30_000) == [], "RETRY-5X-09", "an acked message came back")
 
 
 @pytest.mark.profile("grpc-5.x")

@@ -6,7 +6,8 @@ wrong; the unbroken reference driver passes the same selections.
 The classes are those of issue 22: where retried and dead-lettered copies are stored, the properties they
 carry, identity across retries, receipt handles, what a listener sees on a redelivery, consumer modes that
 never send back, rounding at the timer's edges, FIFO bookkeeping (the broker's consumed counts, the SDK's
-local attempts)."""
+local attempts); and, from issue 37, a clamp or a range left out (the orderly suspend time, a receive's or a
+change's invisible time)."""
 from __future__ import annotations
 
 import json
@@ -44,6 +45,12 @@ BREAKS = {  # name -> (profile, -k selection, the spec tag, words of the failing
     "timer-exact-tick-floored": (GRPC_5X, "test_timed_message_on_a_tick_edge", "[DELAY-08]", "the spec says once at"),
     "timed-message-lost": (GRPC_5X, "test_timed_messages_tell_the_reference_story", "[DELAY-08]",
                            "observed nothing more; the reference has DELIVER"),
+    "suspend-unclamped": (REMOTING_4X, "test_the_orderly_suspend_time_is_clamped_through_the_target",
+                          "[ORDER-4X-02]", "the clamp to [10, 30000] ms gives"),
+    "receive-invisible-unbounded-below": (GRPC_5X, "test_a_receive_takes_only_an_invisible_time_within_its_bounds",
+                                          "[RETRY-5X-09]", "the bounds [10000, 43200000] ms say 40011"),
+    "change-invisible-unbounded-above": (GRPC_5X, "test_a_change_of_invisible_duration_takes_only_a_time_within",
+                                         "[RETRY-5X-09]", "the bounds [0, 43200000] ms say 40011"),
     "gone-client-handles-kept": (GRPC_5X, "test_a_fifo_consumer_leaving_mid_retry_hands_over_as_the_reference_does",
                                  "[RETRY-5X-08, RETRY-5X-09]", "the reference has DELIVER at +1000 ms"),
 }
