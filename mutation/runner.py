@@ -42,6 +42,10 @@ time, not in the source, and all of them take a second or two. The other rule su
 EVERY_MUTANT_THROUGH_TARGET = ("test_differential.py",)
 """Target suites every mutant meets, whatever IDs its code cites: they compare whole stories of generated
 workloads and programs with the reference's, so any behaviour they reach is theirs."""
+EVERY_MODEL_MUTANT = ("test_model_clock.py",)
+"""Rule-channel suites every model mutant meets: the model's own properties (its virtual clock), importing the
+mutated model from the scratch copy. The stories through the target reach the clock only where a story's timing
+shows it; these pin its order and edges directly (issue 37)."""
 EARLIER_RELEASE = "5.0.0"
 """The differential suite is run a second time as this release (``--rmq-target-version``): the model's
 branches for releases before the latest (a 5.0.0 long poll that a revived message does not wake, say) are
@@ -212,7 +216,10 @@ class Runner:
 
     def rule_tests(self, job: Job) -> list[SuiteTest]:
         """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those
-        of the other rule suites marked with the IDs its code cites; none for the model's mutants."""
+        of the other rule suites marked with the IDs its code cites; for the model's mutants, the model's own
+        properties (``EVERY_MODEL_MUTANT``)."""
+        if job.path.startswith("model/"):
+            return [t for t in self.vector_tests if t.file in EVERY_MODEL_MUTANT]
         if not job.path.startswith("rules/"):
             return []
         chosen = set(self.selected(job))
