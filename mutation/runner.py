@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .coverage_map import CoverageMap
 from .operators import Mutant, apply, mutants
 from .selection import SuiteTest, keyword, selection, spec_ids_at, suite_tests
 
@@ -195,6 +196,9 @@ class Runner:
         least 30 s, so that a mutant looping in a rule is called killed in seconds, not after ``timeout_s``."""
         self.tests = suite_tests(SUITES)
         self.vector_tests = [t for t in self.tests if t.rule]
+        self.coverage: CoverageMap | None = None
+        """Which tests ran each model line (``mutation.coverage_map``): a model mutant meets those too."""
+        self._sources: dict[str, str] = {}
         self._spec_cache: dict[tuple[str, int], set[str]] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -210,9 +214,23 @@ class Runner:
 
     def target_tests(self, job: Job) -> list[SuiteTest]:
         """The tests that judge ``job`` through the driver target (the rule suites are the other channel): those
-        of the IDs its code cites and ``EVERY_MUTANT_THROUGH_TARGET``."""
+        of the IDs its code cites, those that ran its statement (a model mutant, ``covering``) and
+        ``EVERY_MUTANT_THROUGH_TARGET``."""
         chosen = set(self.selected(job))
-        return [t for t in self.tests if not t.rule and (t in chosen or t.file in EVERY_MUTANT_THROUGH_TARGET)]
+        covering = self.covering(job)
+        return [t for t in self.tests if not t.rule and (t in chosen or t.name in covering
+                                                         or t.file in EVERY_MUTANT_THROUGH_TARGET)]
+
+    def covering(self, job: Job) -> frozenset[str]:
+        """The names of the tests that ran the statement ``job`` changes, for a model mutant when the coverage
+        map is loaded; empty otherwise."""
+        if self.coverage is None or not job.path.startswith("model/"):
+            return frozenset()
+        with self._lock:
+            if job.path not in self._sources:
+                self._sources[job.path] = (PACKAGE / job.path).read_text()
+            source = self._sources[job.path]
+        return self.coverage.tests_at(job.path, source, job.mutant.line)
 
     def rule_tests(self, job: Job) -> list[SuiteTest]:
         """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those

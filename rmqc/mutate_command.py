@@ -45,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser.add_argument("--rescore", type=Path, default=None, metavar="REPORT",
                         help="run nothing: apply the equivalents file to an earlier run's mutation.json and write the "
                         "report again to --out")
+    parser.add_argument("--no-coverage", action="store_true",
+                        help="select a model mutant's tests by the spec IDs its code cites only, not also by the "
+                             "tests that run its line (the coverage map, reports/out/mutation/coverage-map.json, "
+                             "made once per change of the model or the suites)")
     parser.add_argument("--out", type=Path, default=Path("reports/out/mutation"))
     parser.set_defaults(handler=mutate)
 
@@ -90,6 +94,14 @@ def mutate(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < len(jobs):
         jobs = sorted(random.Random(args.seed).sample(jobs, args.max), key=lambda j: j.key)
     runner = Runner(args.timeout)
+    if not args.no_coverage and any(job.path.startswith("model/") for job in jobs):
+        from mutation.coverage_map import CoverageMapError, load_or_build
+        try:
+            runner.coverage = load_or_build(progress=lambda line: print(line, file=sys.stderr))
+        except CoverageMapError as exc:
+            print(f"rmqc mutate: error: {exc}; --no-coverage selects the model's tests by spec ID only",
+                  file=sys.stderr)
+            return 2
     try:
         left_out = runner.baseline(jobs)
     except BaselineError as exc:

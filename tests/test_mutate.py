@@ -187,3 +187,31 @@ def test_every_equivalent_mutant_is_one_of_the_current_source() -> None:
     entries = load_equivalents()
     current = {j.key for j in jobs_for(sorted({key.split(":")[0] for key in entries}))}
     assert sorted(set(entries) - current) == [], "stale entries: mark these mutants again under their new keys"
+
+
+def test_a_clock_mutant_is_killed_by_the_models_own_properties_first() -> None:
+    """``advance`` made to stop short of its end (``<=`` made ``<``): the clock's own properties (issue 37), the
+    model imported from the scratch copy, fail before any target runs."""
+    job = _job("model/clock.py", _line_of("model/clock.py", "while self._queue and self._queue[0][0] <= target:"),
+               "compare[0]")
+    outcome = _judged(job)
+    assert outcome.verdict == "killed" and outcome.killed_by == "vectors: exit 1", (outcome.killed_by, outcome.output)
+
+
+def test_a_model_mutant_meets_the_tests_that_ran_its_statement() -> None:
+    """Selection by coverage (issue 37): a test that never names the IDs a broker line cites, but ran the line
+    (here the coverage map says so), judges its mutants too; a multi-line statement is found by its first line."""
+    from mutation.coverage_map import CoverageMap, statement_line
+
+    source = (ROOT / "reference_impl" / "model" / "broker.py").read_text()
+    line = _line_of("model/broker.py", "self.sim.emit_dlq(group, message)")
+    job = _job("model/broker.py", line, "drop-statement")
+    runner = Runner()
+    outsider = next(t for t in runner.tests if not t.rule and t not in set(runner.selected(job))
+                    and t.file != "test_differential.py")
+    assert outsider not in runner.target_tests(job)
+    runner.coverage = CoverageMap({"model/broker.py": {line: frozenset({outsider.name})}}, "d")
+    assert outsider in runner.target_tests(job)
+    call = "def f(x):\n    y = g(1,\n          2)\n    if (x and\n            y):\n        return y\n"
+    assert [statement_line(call, n) for n in (2, 3, 4, 5, 6)] == [2, 2, 4, 4, 6]
+    assert CoverageMap.from_json(json.loads(json.dumps(runner.coverage.to_json()))) == runner.coverage
