@@ -179,6 +179,42 @@ def test_a_receipt_handle_through_two_changes_of_invisible_time(target):
 
 
 @pytest.mark.profile("grpc-5.x")
+@pytest.mark.spec("RETRY-5X-09", "FIFO-05")
+def test_a_replaced_fifo_handle_still_commits_its_message(target):
+    """A FIFO message received alone (h0; a receive of one message), its invisible time changed (h1): an ack with h0,
+    within its own time, commits the message as h1's would, so the group's next message is delivered at once; h1's
+    ack after it is OK."""
+    target.require("consumer.simple5x", "consumer.push5x.fifo")
+    target.create_topic("T", read_queues=1, write_queues=1, message_type="FIFO")
+    target.configure_group("G", fifo=True)
+    consumer = target.simple_consumer_5x("G", "T")
+    producer = target.producer()
+    for key in ("a", "b"):
+        producer.send("T", key.encode(), key=key, message_group="g")
+    views = []
+    for _ in range(5):  # bounded: the first receive may come before the sends are visible
+        views = consumer.receive(1, invisible_ms=60_000)
+        if views:
+            break
+        target.advance(1000)
+    require([v.key for v in views] == ["a"], "FIFO-05", f"a FIFO group's first receive gave {views}, want a alone")
+    code, new = consumer.change_invisible_duration(views[0], 30_000)
+    require(code == 20000 and new, "RETRY-5X-09", f"the change answered {code}")
+    require(consumer.ack(views[0]) == 20000, "RETRY-5X-09", "the replaced FIFO handle, within its time, must be taken")
+    after = []
+    for _ in range(5):  # well within the new handle's 30 s: only a commit lets b through
+        target.advance(1000)
+        after = consumer.receive(1, invisible_ms=60_000)
+        if after:
+            break
+    require([v.key for v in after] == ["b"], "RETRY-5X-09",
+            f"the replaced handle's ack must commit a, so b comes next at once; got {after}")
+    require(consumer.ack(dataclasses.replace(views[0], receipt_handle=new)) == 20000, "RETRY-5X-09",
+            "the new handle of a committed message, within its time, must be OK")
+    require(consumer.ack(after[0]) == 20000, "RETRY-5X-09", "b's ack refused")
+
+
+@pytest.mark.profile("grpc-5.x")
 @pytest.mark.spec("RETRY-5X-10")
 def test_a_new_groups_first_receive_starts_where_its_release_starts_it(target):
     """Two messages stored before a new group's first receive (``getInitOffset``, init mode MAX as the proxy

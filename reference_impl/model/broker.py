@@ -202,6 +202,9 @@ class Broker:
         self.acked: dict[str, int] = {}
         self._ack_expiry: list[tuple[int, str]] = []
         """Acked receipt handles and when each expires (a repeated ack before then is OK, RETRY-5X-09)."""
+        self.replaced_fifo: dict[str, InFlight] = {}
+        """A FIFO handle a change of invisible time replaced -> the message it still commits until it expires
+        (RETRY-5X-09: ``ackOrderly`` commits by offset; the FIFO change keeps the pop time)."""
         self.pop_offsets: dict[tuple[str, str, int], int] = {}
         self.order_infos: dict[tuple[str, str, int], fifo_rules.OrderInfo] = {}
         self.halves: list[HalfMessage] = []
@@ -527,7 +530,14 @@ class Broker:
         flight = self.in_flight.pop(receipt, None)
         if flight is None:
             expires = self.acked.get(receipt)
-            return codes.OK if expires is not None and self.sim.clock.now_ms < expires else codes.INVALID_RECEIPT_HANDLE
+            if expires is None or self.sim.clock.now_ms >= expires:
+                return codes.INVALID_RECEIPT_HANDLE
+            held = self.replaced_fifo.get(receipt)  # a replaced FIFO handle commits the message it names
+            if held is not None and self.in_flight.get(held.receipt) is held:
+                del self.in_flight[held.receipt]
+                self._fifo_commit(held)
+                self._remember_ack(held.receipt, held.visible_at)
+            return codes.OK
         if flight.fifo:
             self._fifo_commit(flight)
         self._remember_ack(receipt, flight.visible_at)
@@ -541,6 +551,7 @@ class Broker:
             _, old = heapq.heappop(self._ack_expiry)
             if self.acked.get(old, now + 1) <= now:
                 del self.acked[old]
+                self.replaced_fifo.pop(old, None)
         self.acked[receipt] = expires_ms
         heapq.heappush(self._ack_expiry, (expires_ms, receipt))
 
@@ -549,10 +560,11 @@ class Broker:
         flight = self.in_flight.pop(receipt, None)
         if flight is None:
             return codes.INVALID_RECEIPT_HANDLE, None
-        if not flight.fifo:
-            # RETRY-5X-09: the change acked the checkpoint the old handle names; until its own invisible time ends
-            # the proxy still takes it, and an ack with it is OK and does nothing
-            self._remember_ack(receipt, flight.visible_at)
+        # RETRY-5X-09: the proxy takes the old handle until its own invisible time ends. A standard change acked
+        # the checkpoint it names, so an ack with it is OK and does nothing; a FIFO one still commits the message
+        self._remember_ack(receipt, flight.visible_at)
+        if flight.fifo:
+            self.replaced_fifo[receipt] = flight
         flight.auto_renew = False
         flight.visible_at = self.sim.clock.now_ms + invisible_ms
         flight.receipt = self._new_receipt()
