@@ -20,7 +20,7 @@ Keys and where each release reads them (``path#Class.field@tag``):
   wheel has a fixed number of slots whatever the tick, ``TimerMessageStore.<init>@rocketmq-all-5.0.0``);
 - broker ``timerMaxDelaySec`` and proxy ``maxDelayTimeMills`` (DELAY-08): how far ahead a timed message may be;
 - broker ``enableMixedMessageType`` (from 5.1.4, TOPIC-05): true, so that the suites can create MIXED topics;
-- proxy ``minInvisibleTimeMillsForRecv``, ``defaultInvisibleTimeMills`` (from 5.1.0), the long-polling bounds
+- proxy ``minInvisibleTimeMillsForRecv``, ``maxInvisibleTimeMills`` (RETRY-5X-09's bounds), ``defaultInvisibleTimeMills`` (from 5.1.0), the long-polling bounds
   (``grpcClientConsumerLongPollingTimeoutMillis`` at 5.0.0; ``grpcClientConsumerMinLongPollingTimeoutMillis`` and
   ``...MaxLongPollingTimeoutMillis`` from 5.1.0): ``proxy/.../config/ProxyConfig.java``;
 - per consumer group (not here: at set-up, as ``mqadmin updateSubGroup -p``): the CUSTOMIZED retry policy's
@@ -192,6 +192,7 @@ class ReleasePlan:
         keys: dict[str, Any] = {
             "rocketMQClusterName": CLUSTER, "namesrvAddr": self.namesrv_address, "grpcServerPort": self.ports.grpc,
             "minInvisibleTimeMillsForRecv": scaled_ms(retry5x.MIN_INVISIBLE_FOR_RECEIVE_MS, self.time_scale),
+            "maxInvisibleTimeMills": scaled_ms(retry5x.MAX_INVISIBLE_MS, self.time_scale),
             "maxDelayTimeMills": scaled_ms(PROXY_MAX_DELAY_MS, self.time_scale),
         }
         if versions.key(self.release) >= versions.key("5.1.0"):

@@ -46,6 +46,7 @@ def test_timing_is_compressed_through_the_releases_own_keys():
     assert p.effective_delay_levels_ms()[-1] == 7_200_000
     proxy = p.proxy_json()
     assert proxy["minInvisibleTimeMillsForRecv"] == 2000 and proxy["maxDelayTimeMills"] == 86_400_000 // 5
+    assert proxy["maxInvisibleTimeMills"] == 12 * 3_600_000 // 5  # RETRY-5X-09's upper bound, in the run's time
     assert proxy["grpcClientConsumerMaxLongPollingTimeoutMillis"] == 4000
     assert "grpcClientConsumerLongPollingTimeoutMillis" in plan("5.0.0").proxy_json()  # the 5.0.0 key
     assert "grpcClientConsumerMinLongPollingTimeoutMillis" not in plan("5.0.0").proxy_json()
