@@ -20,7 +20,8 @@ Keys and where each release reads them (``path#Class.field@tag``):
   wheel has a fixed number of slots whatever the tick, ``TimerMessageStore.<init>@rocketmq-all-5.0.0``);
 - broker ``timerMaxDelaySec`` and proxy ``maxDelayTimeMills`` (DELAY-08): how far ahead a timed message may be;
 - broker ``enableMixedMessageType`` (from 5.1.4, TOPIC-05): true, so that the suites can create MIXED topics;
-- proxy ``minInvisibleTimeMillsForRecv``, ``maxInvisibleTimeMills`` (RETRY-5X-09's bounds), ``defaultInvisibleTimeMills`` (from 5.1.0), the long-polling bounds
+- proxy ``minInvisibleTimeMillsForRecv``, ``maxInvisibleTimeMills`` (RETRY-5X-09's bounds),
+  ``defaultInvisibleTimeMills`` (from 5.1.0), the long-polling bounds
   (``grpcClientConsumerLongPollingTimeoutMillis`` at 5.0.0; ``grpcClientConsumerMinLongPollingTimeoutMillis`` and
   ``...MaxLongPollingTimeoutMillis`` from 5.1.0): ``proxy/.../config/ProxyConfig.java``;
 - per consumer group (not here: at set-up, as ``mqadmin updateSubGroup -p``): the CUSTOMIZED retry policy's
