@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -41,19 +41,26 @@ def digest() -> str:
     return h.hexdigest()[:16]
 
 
-def statement_line(source: str, line: int) -> int:
-    """The first line of the innermost statement whose own text (a compound statement's header, not its body)
-    holds ``line``: coverage records a statement spread over several lines at its first one, while a mutant is
-    keyed by the line of the node it changes. ``line`` itself where no statement starts before it."""
-    best: int | None = None
+def statement_starts(source: str) -> dict[int, int]:
+    """Line -> the first line of the innermost statement whose own text (a compound statement's header, not its
+    body) holds it: coverage records a statement spread over several lines at its first one, while a mutant is
+    keyed by the line of the node it changes."""
+    starts: dict[int, int] = {}
     for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.stmt) or not node.lineno <= line <= (node.end_lineno or node.lineno):
+        if not isinstance(node, ast.stmt):
             continue
         body = getattr(node, "body", None)
         own_end = body[0].lineno - 1 if isinstance(body, list) and body else (node.end_lineno or node.lineno)
-        if line <= own_end and (best is None or node.lineno > best):
-            best = node.lineno
-    return line if best is None else best
+        for line in range(node.lineno, own_end + 1):
+            if starts.get(line, 0) < node.lineno:  # the innermost: the one that starts last
+                starts[line] = node.lineno
+    return starts
+
+
+def statement_line(source: str, line: int) -> int:
+    """The first line of the statement ``line`` belongs to (``statement_starts``); ``line`` itself where no
+    statement holds it."""
+    return statement_starts(source).get(line, line)
 
 
 @dataclass
@@ -62,11 +69,15 @@ class CoverageMap:
 
     lines: dict[str, dict[int, frozenset[str]]]
     digest: str
+    _starts: dict[str, dict[int, int]] = field(default_factory=dict, compare=False, repr=False)
+    """Each module's ``statement_starts``, read from the checkout once."""
 
-    def tests_at(self, path: str, source: str, line: int) -> frozenset[str]:
-        """The tests that ran the statement a mutant at ``line`` of ``path`` changes."""
+    def tests_at(self, path: str, line: int) -> frozenset[str]:
+        """The tests that ran the statement a mutant at ``line`` of ``path`` (of ``reference_impl``) changes."""
+        if path not in self._starts:
+            self._starts[path] = statement_starts((ROOT / "reference_impl" / path).read_text())
         by_line = self.lines.get(path, {})
-        return by_line.get(line, frozenset()) | by_line.get(statement_line(source, line), frozenset())
+        return by_line.get(line, frozenset()) | by_line.get(self._starts[path].get(line, line), frozenset())
 
     def to_json(self) -> dict[str, object]:
         return {"digest": self.digest,

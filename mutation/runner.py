@@ -198,7 +198,6 @@ class Runner:
         self.vector_tests = [t for t in self.tests if t.rule]
         self.coverage: CoverageMap | None = None
         """Which tests ran each model line (``mutation.coverage_map``): a model mutant meets those too."""
-        self._sources: dict[str, str] = {}
         self._spec_cache: dict[tuple[str, int], set[str]] = {}
         self._lock = threading.Lock()
         self.stopping = threading.Event()
@@ -226,11 +225,7 @@ class Runner:
         map is loaded; empty otherwise."""
         if self.coverage is None or not job.path.startswith("model/"):
             return frozenset()
-        with self._lock:
-            if job.path not in self._sources:
-                self._sources[job.path] = (PACKAGE / job.path).read_text()
-            source = self._sources[job.path]
-        return self.coverage.tests_at(job.path, source, job.mutant.line)
+        return self.coverage.tests_at(job.path, job.mutant.line)
 
     def rule_tests(self, job: Job) -> list[SuiteTest]:
         """The rule suites' tests a rule mutant meets in its own process: ``EVERY_RULE_MUTANT`` and those
