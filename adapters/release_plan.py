@@ -42,6 +42,7 @@ from reference_impl.rules import retry5x
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
 from spec import versions
+from spec.loader import default_spec
 
 DEFAULT_TIME_SCALE = 0.2
 """Spec seconds run five times faster: the durations the suites use (5 s, 10 s, 30 s, ...) are whole wall seconds
@@ -57,13 +58,12 @@ TIMER_MAX_DELAY_S = 3 * 86_400
 """``MessageStoreConfig.timerMaxDelaySec`` (3 days, 5.0.0 to 5.5.0)."""
 PROXY_MAX_DELAY_MS = 86_400_000
 """``ProxyConfig.maxDelayTimeMills`` (1 day, DELAY-08)."""
-REVIVE_SLACK_WALL_MS = 4500
-"""RETRY-5X-11's scan slack, kept at its wall length: a revive round polls a quiet revive topic for a little over
-4 s (``PopReviveService.consumeReviveMessage``: 41 sleeps of 100 ms, each after a pull) and then merges and writes
-what it revives (``mergeAndRevive``), none of which a key scales; on 5.5.0 at ``reviveInterval`` 200 ms a revival
+WALL_FIXED = ("RETRY-5X-11", ("reviveLagMs", "reviveScanSlackMs"))
+"""Spec durations no key scales, taken at their wall length from the spec's own defaults at the release. The revive
+lag is ``PopAckConstants.ackTimeInterval`` + 1 s, a constant. The scan slack: a revive round polls a quiet revive
+topic for a little over 4 s (``PopReviveService.consumeReviveMessage``: 41 sleeps of 100 ms, each after a pull)
+and then merges and writes what it revives (``mergeAndRevive``); on 5.5.0 at ``reviveInterval`` 200 ms a revival
 came up to 2.2 s of wall time past the lag, on 5.3.3 at the end of a soak's sending up to 4.35 s."""
-REVIVE_LAG_WALL_MS = 2000
-"""``PopAckConstants.ackTimeInterval`` + 1 s (RETRY-5X-11): a constant, so not scaled."""
 
 
 TRANSACTION_OP_BATCH_INTERVAL_MS = 3000
@@ -235,7 +235,11 @@ class ReleasePlan:
 
     def wall_fixed_ms(self) -> dict[str, int]:
         """Spec durations this release reads from no key: their wall length, the same at any scale."""
-        return {"reviveLagMs": REVIVE_LAG_WALL_MS, "reviveScanSlackMs": REVIVE_SLACK_WALL_MS} if self.at_least_5 else {}
+        if not self.at_least_5:
+            return {}
+        behaviour, keys = WALL_FIXED
+        stated = default_spec().get(behaviour).defaults_at(self.release)
+        return {key: int(stated[key]) for key in keys}
 
     def broker_timing(self) -> BrokerTiming:
         """What the suites judge this release by where it differs from the spec's defaults."""

@@ -312,7 +312,7 @@ def test_a_real_releases_revive_lag_is_judged_in_wall_seconds_whatever_its_time_
     redelivery late)."""
     from spec.loader import default_spec
 
-    slack = int(default_spec().get("RETRY-5X-11").defaults_at("5.3.3")["reviveScanSlackMs"])  # 4 s: the scan's poll
+    slack = int(default_spec().get("RETRY-5X-11").defaults_at("5.3.3")["reviveScanSlackMs"])  # 4.5 s: the scan's poll and merge
     at_scale = wait_model("retry-5x", "5.3.3", 0.2)
     fixed = wait_model("retry-5x", "5.3.3", 0.2, (("reviveLagMs", 2000), ("reviveScanSlackMs", slack)))
     low, high = at_scale.window(5000)
