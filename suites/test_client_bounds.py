@@ -24,6 +24,7 @@ from history.outcomes import Outcome
 from history.values import ListenerOutcome
 from reference_impl.rules import orderly4x, retry5x
 from suites.checks import require
+from suites.receiving import receive_soon
 from suites.tolerance import tolerance_for
 
 SUSPEND_BOUNDS = (orderly4x.SUSPEND_MIN_MS, orderly4x.SUSPEND_MAX_MS)
@@ -103,13 +104,7 @@ def test_a_receive_takes_only_an_invisible_time_within_its_bounds(make_target, i
     consumer = target.simple_consumer_5x("G", "T")
     target.producer().send("T", b"x", key="r")
     try:
-        views = []
-        for _ in range(5):  # bounded: a receive may come back empty before the message is there
-            views = consumer.receive(16, invisible_ms=invisible_ms)
-            if views:
-                break
-            target.advance(1000)
-        outcome: object = [v.key for v in views]
+        outcome: object = [v.key for v in receive_soon(target, consumer, 16, invisible_ms)]
     except Outcome:
         raise  # a duration this client cannot send: not applicable, not a refusal
     except Exception as error:  # the SDK raises the proxy's refusal with its code
@@ -134,12 +129,7 @@ def test_a_change_of_invisible_duration_takes_only_a_time_within_its_bounds(make
     target.create_topic("T")
     consumer = target.simple_consumer_5x("G", "T")
     target.producer().send("T", b"x", key="c")
-    views = []
-    for _ in range(5):
-        views = consumer.receive(16, invisible_ms=60_000)
-        if views:
-            break
-        target.advance(1000)
+    views = receive_soon(target, consumer, 16, 60_000)
     require(len(views) == 1, "RETRY-5X-09", f"the message to change was not received: {views}")
     try:
         code, handle = consumer.change_invisible_duration(views[0], invisible_ms)

@@ -12,6 +12,7 @@ from suites import strategies
 from suites.checks import require
 from suites.harness import drives_nodejs_only, run_checked
 from suites.oracle import release_of
+from suites.receiving import receive_soon
 from suites.scenario import MessagePlan, Scenario
 from suites.tolerance import (
     lateness_of,
@@ -194,12 +195,7 @@ def test_a_replaced_fifo_handle_still_commits_its_message(target):
     producer = target.producer()
     for key in ("a", "b"):
         producer.send("T", key.encode(), key=key, message_group="g")
-    views = []
-    for _ in range(5):  # bounded: the first receive may come before the sends are visible
-        views = consumer.receive(1, invisible_ms=60_000)
-        if views:
-            break
-        target.advance(1000)
+    views = receive_soon(target, consumer, 1, 60_000)
     require([v.key for v in views] == ["a"], "FIFO-05", f"a FIFO group's first receive gave {views}, want a alone")
     code, new = consumer.change_invisible_duration(views[0], 30_000)
     require(code == 20000 and new, "RETRY-5X-09", f"the change answered {code}")
