@@ -280,16 +280,21 @@ def _delivery_ids(family: str, story: Sequence[Step], index: int, timing: bool) 
     return by_family(REVIVE_TIME_IDS if timing else REVIVE_IDS, family)
 
 
+def _rank(kind: str) -> int:
+    """Where ``kind`` stands in ``DECISIVE`` (after all of it when it is not there)."""
+    return DECISIVE.index(kind) if kind in DECISIVE else len(DECISIVE)
+
+
 def step_ids(family: str, divergence: Divergence, seen_story: Sequence[Step],
              want_story: Sequence[Step]) -> tuple[str, ...]:
     """The behaviours the first differing step of a key points at (the tables above)."""
     seen, want, index = divergence.seen, divergence.want, divergence.index
     if seen is None or want is None or seen.kind != want.kind:  # a step only one side has
         sides = [(step, story) for step, story in ((want, want_story), (seen, seen_story)) if step is not None]
-        decisive = min(DECISIVE.index(s.kind) if s.kind in DECISIVE else len(DECISIVE) for s, _ in sides)
+        decisive = min(_rank(s.kind) for s, _ in sides)
         ids: list[str] = []
         for step, story in sides:
-            if (DECISIVE.index(step.kind) if step.kind in DECISIVE else len(DECISIVE)) == decisive:
+            if _rank(step.kind) == decisive:
                 ids += _look_up(STEP_IDS, family, step.kind, PRESENT) or (
                     _delivery_ids(family, story, index, timing=False) if step.kind == "DELIVER" else ())
         return _ordered(ids or by_family(FAMILY_ID, family))
