@@ -43,10 +43,11 @@ time, not in the source, and all of them take a second or two. The other rule su
 EVERY_MUTANT_THROUGH_TARGET = ("test_differential.py",)
 """Target suites every mutant meets, whatever IDs its code cites: they compare whole stories of generated
 workloads and programs with the reference's, so any behaviour they reach is theirs."""
-EVERY_MODEL_MUTANT = ("test_model_clock.py",)
-"""Rule-channel suites every model mutant meets: the model's own properties (its virtual clock), importing the
-mutated model from the scratch copy. The stories through the target reach the clock only where a story's timing
-shows it; these pin its order and edges directly (issue 37)."""
+EVERY_MODEL_MUTANT = tuple(sorted(p.name for p in SUITES.glob("test_model_*.py")))
+"""Rule-channel suites every model mutant meets: the model's own properties (``suites/test_model_*.py``: its
+virtual clock, the Kafka pattern, its stored state and offsets), importing the mutated model from the scratch
+copy. The stories through the target show the model only where a story's timing or placement shows it; these
+pin the clock's order and edges and the bookkeeping under the stories directly (issue 37)."""
 EARLIER_RELEASE = "5.0.0"
 """The differential suite is run a second time as this release (``--rmq-target-version``): the model's
 branches for releases before the latest (a 5.0.0 long poll that a revived message does not wake, say) are

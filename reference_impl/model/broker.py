@@ -79,9 +79,6 @@ class TopicConfig:
     def global_queue_id(self, broker: str, queue_id: int) -> int:
         return self.broker_names().index(broker) * self.stride + queue_id
 
-    def broker_of(self, global_queue_id: int) -> str:
-        return self.broker_names()[global_queue_id // self.stride]
-
 
 @dataclass
 class GroupConfig:

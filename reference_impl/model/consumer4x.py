@@ -230,7 +230,9 @@ class PushConsumer4x:
                 else retry4x.LOCAL_RESUBMIT_DELAY_MS
             self.sim.clock.call_later(wait,
                                       lambda: self._local_resubmit(key, message, reconsume_times + 1))
-        self._commit(key, message.queue_offset + 1)
+        # ProcessQueue#removeMessage (RETRY-CONC-03): the first offset the process queue still holds, or
+        # queueOffsetMax + 1 once it is empty, so a message consumed again locally after later ones commits past them
+        self._commit(key, max(message.queue_offset + 1, self._pull.get(key, 0)))
 
     def _local_resubmit(self, key: QueueKey, message: Message, reconsume_times: int) -> None:
         """RETRY-CONC-03: the client re-runs a message whose send-back failed, 5 s later, rt + 1."""

@@ -1,0 +1,154 @@
+"""The model's consumers by their own properties (issue 37), over the differential suite's generated programs
+run on the reference, and the proxy's checks of a 5.x consumer's group.
+
+- A 4.x push consumer consumes only the queues allocated to it: every delivery comes from a queue of its latest
+  assignment (ALLOC-00, ALLOC-01). A queue the rebalance takes away is dropped with what it still holds
+  (OFFSET-04, ``RebalanceImpl#removeUnnecessaryMessageQueue``; ``ConsumeMessageConcurrentlyService.ConsumeRequest``
+  consumes nothing of a dropped process queue), and a client that crashed consumes nothing more.
+- A consumer that shut down holds no queue: its last assignment is empty (OFFSET-04: it unregisters and the
+  group rebalances at once); a crashed one is given none.
+- A 4.x consumer's committed offset never passes a message it is still to consume: a message is not delivered
+  again from its own queue to the client that committed past it while that client keeps the queue
+  (OFFSET-03: the offset is the first message the process queue still holds, RETRY-CONC-03: a message whose
+  send-back failed stays in it and is consumed again locally).
+- Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
+- A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02).
+
+The mutation run imports the model from its scratch copy (``reference_rule``)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.targets import reference_target
+from history.outcomes import NotApplicable
+from history.profiles import GRPC_5X, REMOTING_4X
+from history.values import ListenerOutcome
+from reference_impl.model.simulation import Simulation
+from reference_impl.rules import retry4x
+from reference_impl.rules.codes import RocketMQError
+from spec.versions import LATEST
+from suites import strategies
+from suites.programs import run_program
+
+pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
+                                                           "RETRY-CONC-03", "LIMIT-02")]
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _events(profile: str, program) -> list:
+    target = reference_target(profile, run_id="model-consumers", release=LATEST)
+    try:
+        run_program(target, program)
+    except NotApplicable:
+        pass
+    return target.events()
+
+
+def _queues(detail: dict) -> set[tuple[str, int]]:
+    text = detail.get("queues", "")
+    return {(t, int(q)) for t, q in (item.rsplit(":", 1) for item in text.split(",") if item)}
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_4x_consumer_consumes_only_its_queues_and_never_below_its_committed_offset(data: st.DataObject) -> None:
+    events = _events(REMOTING_4X, data.draw(strategies.programs(REMOTING_4X), label="program"))
+    assigned: dict[str, set[tuple[str, int]]] = {}
+    committed: dict[tuple[str, str, int], int] = {}
+    for e in events:
+        if e.kind == "REBALANCE":
+            queues = set() if e.detail.get("crashed") == "true" else _queues(e.detail)
+            for gone in assigned.get(e.client_id, set()) - queues:
+                committed.pop((e.client_id, *gone), None)
+            assigned[e.client_id] = queues
+        elif e.kind == "OFFSET_COMMIT":
+            committed[(e.client_id, e.topic, e.queue_id)] = e.queue_offset
+        elif e.kind == "DELIVER":
+            queue = (e.detail["stored_topic"], e.queue_id)
+            assert queue in assigned.get(e.client_id, set()), \
+                f"{e.client_id} was given {sorted(assigned.get(e.client_id, set()))}, consumed {queue}: {e}"
+            mark = committed.get((e.client_id, *queue))
+            assert mark is None or e.queue_offset >= mark, \
+                f"{e.client_id} committed {queue} up to {mark}, then consumed offset {e.queue_offset} again: {e}"
+    last: dict[str, object] = {}
+    for e in events:
+        if e.kind == "REBALANCE":
+            last[e.client_id] = e
+    for client, e in last.items():
+        assert e.detail.get("crashed") == "true" or not _queues(e.detail), \
+            f"{client} ended the program (shut down) still holding {e.detail.get('queues')}"
+
+
+@SETTINGS
+@given(data=st.data(), profile=st.sampled_from([REMOTING_4X, GRPC_5X]))
+def test_since_previous_is_the_time_since_the_groups_previous_delivery(data: st.DataObject, profile: str) -> None:
+    events = _events(profile, data.draw(strategies.programs(profile), label="program"))
+    previous: dict[tuple[str, str], int] = {}
+    for e in events:
+        if e.kind != "DELIVER":
+            continue
+        key = (e.group, e.msg_id)
+        want = "" if key not in previous else str(e.ts_ms - previous[key])
+        assert e.detail["since_previous_ms"] == want, (e, previous.get(key))
+        previous[key] = e.ts_ms
+
+
+@pytest.mark.parametrize("group", ["", "CID_RMQ_SYS_ANY", "a b", "g" * 256])
+def test_the_proxy_refuses_a_5x_consumer_of_a_bad_group(group: str) -> None:
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    with pytest.raises(RocketMQError):
+        sim.simple_consumer_5x(group, "T")
+    with pytest.raises(RocketMQError):
+        sim.push_consumer_5x(group, "T", lambda view: ListenerOutcome.SUCCESS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(messages=st.integers(1, 4), failing=st.integers(0, 3), failures=st.integers(1, 3),
+       faults=st.sampled_from([-1, 1, 2]), stop_after_ms=st.none() | st.integers(0, 12_000))
+def test_a_message_consumed_again_locally_holds_the_committed_offset(
+        messages: int, failing: int, failures: int, faults: int, stop_after_ms: int | None) -> None:
+    """RETRY-CONC-03: when the send-back and the inner-producer fallback both fail, the client consumes the
+    message again 5 s later with its reconsume times one higher, and it stays in the process queue, so the
+    committed offset stays at it (OFFSET-03) until it is consumed; a consumer that shut down consumes nothing
+    more (OFFSET-04)."""
+    failing = min(failing, messages - 1)
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    sim.broker.faults.send_back_failures = faults
+    sim.broker.faults.retry_republish_failures = faults
+    seen: list = []
+
+    def listener(view):
+        seen.append((sim.clock.now_ms, view))
+        tries = sum(1 for _, v in seen if v.msg_id == view.msg_id)
+        return ListenerOutcome.RECONSUME_LATER if view.key == "bad" and tries <= failures else ListenerOutcome.SUCCESS
+
+    consumer = sim.push_consumer_4x("G", "T", listener)
+    producer = sim.producer("P")
+    for i in range(messages):
+        producer.send("T", b"x", key="bad" if i == failing else f"k{i}")
+    if stop_after_ms is not None:
+        sim.clock.advance(stop_after_ms)
+        consumer.shutdown()
+        stopped = sim.clock.now_ms
+        assert not [v for t, v in seen if t > stopped]
+    sim.clock.advance(600_000)
+    events = sim.recorder.events
+    if stop_after_ms is not None:
+        assert not [e for e in events if e.kind == "DELIVER" and e.ts_ms > stopped], "consumed after shutdown"
+        return
+    local = [e for e in events if e.kind == "DELIVER" and e.key == "bad" and e.detail["stored_topic"] == "T"]
+    for e0, e1 in zip(local, local[1:]):  # consumed again locally: the offset waits for it
+        assert e1.ts_ms - e0.ts_ms == retry4x.LOCAL_RESUBMIT_DELAY_MS, (e0, e1)
+        assert int(e1.detail["reconsume_times"]) == int(e0.detail["reconsume_times"]) + 1, (e0, e1)
+        held = [c for c in events if c.kind == "OFFSET_COMMIT" and c.topic == "T" and e0.seq < c.seq < e1.seq]
+        assert all(c.queue_offset <= failing for c in held), \
+            f"committed past offset {failing}, still to be consumed locally: {held}"
+    commits = [e.queue_offset for e in events if e.kind == "OFFSET_COMMIT" and e.topic == "T"]
+    assert commits and commits[-1] == messages, \
+        f"every message consumed: the process queue is empty and the offset is the last one's + 1 (RETRY-CONC-03, " \
+        f"``ProcessQueue#removeMessage``); committed {commits}"
