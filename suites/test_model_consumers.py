@@ -149,6 +149,10 @@ def test_a_message_consumed_again_locally_holds_the_committed_offset(
         assert all(c.queue_offset <= failing for c in held), \
             f"committed past offset {failing}, still to be consumed locally: {held}"
     commits = [e.queue_offset for e in events if e.kind == "OFFSET_COMMIT" and e.topic == "T"]
+    assert commits == sorted(set(commits)), f"the offset store only increases: each commit is a new offset {commits}"
+    if len(local) > 1:  # the first offset the process queue holds: the message waiting to be consumed again
+        held = [e.queue_offset for e in events if e.kind == "OFFSET_COMMIT" and e.topic == "T" and e.seq < local[1].seq]
+        assert held and held[-1] == failing, f"before it is consumed again the offset is {failing}: {held}"
     assert commits and commits[-1] == messages, \
         f"every message consumed: the process queue is empty and the offset is the last one's + 1 (RETRY-CONC-03, " \
         f"``ProcessQueue#removeMessage``); committed {commits}"

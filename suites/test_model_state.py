@@ -5,13 +5,15 @@ The differential stories compare what a listener sees and where each copy is sto
 under them that a story shows only in part:
 
 - every stored message sits at its place: in a queue its topic has (the timer's ``rmq_sys_wheel_timer`` has
-  queue 0 and, before 5.3.1, no topic config: ``TopicConfigManager`` registers it from 5.3.1), at its offset in that queue and at its
-  offset in the commit log (the offset message id names it, MSGID-01), and every event that names a stored place (a send, a delivery, a dead
-  letter) names the place of a copy of that message;
+  queue 0 and, before 5.3.1, no topic config: ``TopicConfigManager`` registers it from 5.3.1), at its offset
+  in that queue and at its offset in the commit log (the offset message id names it, MSGID-01), and every
+  event that names a stored place (a send, a delivery, a dead letter) names the place of a copy of it;
 - the system topics have the shape the broker creates them with: a dead-letter topic one queue, read and
-  write (RETRY-CONC-05, ``DLQ_NUMS_PER_GROUP``); the half, op and check-max-time topics of transactions one
-  queue (TX-01, TX-04, TX-05: ``TransactionalMessageBridge#selectTopicConfig@rocketmq-all-4.9.8`` creates a
-  missing one with one queue, read and write); a 4.x retry topic its group's ``retryQueueNums`` (RETRY-CONC-05);
+  write (RETRY-CONC-05, ``DLQ_NUMS_PER_GROUP``); a 5.x pop retry topic one queue, read and write (RETRY-5X-10,
+  ``PopReviveService#addRetryTopicIfNoExit@rocketmq-all-5.0.0``: ``PopAckConstants.retryQueueNum``); the half,
+  op and check-max-time topics of transactions one queue, read and write (TX-01, TX-04, TX-05:
+  ``TransactionalMessageBridge#selectTopicConfig@rocketmq-all-4.9.8`` creates a missing one so); a 4.x retry
+  topic its group's ``retryQueueNums``, read and write (RETRY-CONC-05);
 - every stored message is announced to the broker's observers once, in the order of the commit log (the
   front ends of ``rmqc serve`` wake their long polls by it);
 - a 4.x consumer's committed offsets only grow, name a queue of the topic and never pass its end (OFFSET-03);
@@ -36,8 +38,8 @@ from spec.versions import LATEST
 from suites import strategies
 from suites.programs import run_program
 
-pytestmark = [pytest.mark.reference_rule,
-              pytest.mark.spec("MSGID-01", "RETRY-CONC-05", "TX-01", "TX-04", "TX-05", "OFFSET-03", "OFFSET-04")]
+pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("MSGID-01", "RETRY-CONC-05", "RETRY-5X-10", "TX-01", "TX-04",
+                                                           "TX-05", "OFFSET-03", "OFFSET-04")]
 
 ONE_QUEUE_SYSTEM_TOPICS = (tx_rules.HALF_TOPIC, tx_rules.OP_HALF_TOPIC, tx_rules.CHECK_MAX_TIME_TOPIC)
 
@@ -72,10 +74,17 @@ def _check_stored_places(broker) -> None:
             assert broker.commit_log[message.commit_offset] is message, f"{message} is not at its commit offset"
         total += len(queue)
     assert len(broker.commit_log) == total, "the commit log holds exactly the stored messages"
+    for name in broker.topics:
+        assert broker.stored_count(name) == sum(len(broker.queues.get((name, q), ()))
+                                                for q in broker.topics[name].read_queue_ids())
+    assert broker.stored_count("no-such-topic") == 0
     for name, config in broker.topics.items():
-        if name.startswith(retry4x.DLQ_TOPIC_PREFIX) or name in ONE_QUEUE_SYSTEM_TOPICS:
-            assert (config.read_queues, config.write_queues, config.perm) == (1, 1, retry4x.PERM_READ_WRITE), \
-                f"{name}: {config}"
+        shape = (config.read_queues, config.write_queues, config.perm)
+        group = broker.groups.get(name[len(retry4x.RETRY_TOPIC_PREFIX):])
+        if name.startswith(retry4x.RETRY_TOPIC_PREFIX) and group is not None:  # a 4.x retry topic
+            assert shape == (group.retry_queue_nums, group.retry_queue_nums, retry4x.PERM_READ_WRITE), (name, config)
+        elif name.startswith((retry4x.DLQ_TOPIC_PREFIX, retry4x.RETRY_TOPIC_PREFIX)) or name in ONE_QUEUE_SYSTEM_TOPICS:
+            assert shape == (1, 1, retry4x.PERM_READ_WRITE), f"{name}: {config}"
 
 
 def _check_event_places(target) -> None:
@@ -88,7 +97,7 @@ def _check_event_places(target) -> None:
         if e.kind in ("SEND_OK", "DELIVER", "DLQ") and e.queue_offset is not None and e.msg_id in copies:
             places = {(t, q) for t, q, o in copies[e.msg_id] if o == e.queue_offset}
             assert any(q == e.queue_id for _, q in places), \
-                f"{e.kind} of {e.msg_id} names queue {e.queue_id} offset {e.queue_offset}; its copies: {copies[e.msg_id]}"
+                f"{e.kind} of {e.msg_id} names queue {e.queue_id} offset {e.queue_offset}; copies: {copies[e.msg_id]}"
 
 
 def _check_offsets(target) -> None:
@@ -105,11 +114,6 @@ def _check_offsets(target) -> None:
         last[key] = e.queue_offset
     for (group, topic, qid), offset in broker.offsets.items():
         assert 0 <= offset <= len(broker.queues.get((topic, qid), ())), (group, topic, qid, offset)
-    for name, config in broker.topics.items():
-        if name.startswith(retry4x.RETRY_TOPIC_PREFIX) and name[len(retry4x.RETRY_TOPIC_PREFIX):] in broker.groups:
-            group = broker.groups[name[len(retry4x.RETRY_TOPIC_PREFIX):]]
-            assert config.write_queues == group.retry_queue_nums and config.perm == retry4x.PERM_READ_WRITE, \
-                f"{name}: {config}, group {group}"
 
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -132,3 +136,21 @@ def test_committed_offsets_only_grow_within_their_queue(data: st.DataObject) -> 
     program = data.draw(strategies.programs(REMOTING_4X), label="program")
     target = _run(REMOTING_4X, program)
     _check_offsets(target)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_once_every_handle_has_expired_nothing_awaits_redelivery(data: st.DataObject) -> None:
+    """RETRY-5X-10, RETRY-5X-11: a standard message received and not acked is revived into the pop retry topic
+    once its handle expires (a push consumer's renewed handle once its client is gone); a day later nothing of
+    a group is in flight or being revived (the 5.0.0 long poll waits for exactly that, ``awaiting_redelivery``)."""
+    program = data.draw(strategies.programs(GRPC_5X), label="program")
+    target = _run(GRPC_5X, program)
+    broker = target.sim.broker
+    for client in {f.client_id for f in broker.in_flight.values() if f.client_id}:
+        broker.client_gone(client)
+    target.sim.clock.advance(24 * 3_600_000)
+    assert not [f for f in broker.in_flight.values() if not f.fifo], "a standard handle outlived a day"
+    assert all(n == 0 for n in broker.reviving.values()), f"revives counted but never done: {broker.reviving}"
+    assert not [g for g in broker.groups if broker.awaiting_redelivery(g)]
+    _check_stored_places(broker)

@@ -1,0 +1,137 @@
+"""The model's broker by its own properties (issue 37): what a story through the target reaches rarely or not at
+all, driven on the model directly.
+
+- A topic on two brokers: each message is stored in the queue of the broker its send names (QSEL-02: the
+  producer's queue is a broker's queue; the route lists each broker's queues).
+- The broker's configuration refuses what it does not know: a message type the release lacks (TOPIC-05,
+  ``TopicMessageType.valueOf``), and the model's own fault injection names what it takes.
+- Transactions (TX-01, TX-02, TX-03, TX-05): a half with an unknown local state stays unresolved and is checked;
+  an end of transaction from another producer group is refused (``The producer group wrong``) and changes
+  nothing; a second end of a resolved half changes nothing; a commit stores the message once in its real topic
+  and writes one op message; a committed message that fails is retried like any other and delivered again.
+
+The mutation run imports the model from its scratch copy (``reference_rule``)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from history.profiles import GRPC_5X, REMOTING_4X
+from history.values import ListenerOutcome
+from reference_impl.model.broker import SEND_OUTCOMES, BrokerFaults
+from reference_impl.model.simulation import Simulation
+from reference_impl.rules import transaction as tx_rules
+from reference_impl.rules.codes import RocketMQError
+from spec.versions import LATEST
+
+pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("QSEL-02", "SEND-4X-02", "SEND-5X-01", "TOPIC-05", "TX-01", "TX-02", "TX-03", "TX-05")]
+
+State = tx_rules.LocalTransactionState
+
+
+@settings(max_examples=20, deadline=None)
+@given(brokers=st.integers(2, 3), queues=st.integers(1, 4), sends=st.integers(1, 8))
+def test_a_message_sent_to_a_brokers_queue_is_stored_in_that_brokers_queue(brokers: int, queues: int,
+                                                                          sends: int) -> None:
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    config = sim.broker.create_topic("T", queues, queues, 6, "NORMAL", brokers)
+    producer = sim.producer("P")
+    for i in range(sends):
+        producer.send("T", b"x", key=f"k{i}")
+    oks = [e for e in sim.recorder.events if e.kind == "SEND_OK"]
+    assert len(oks) == sends
+    for e in oks:
+        assert e.queue_id in config.read_queue_ids()
+        owner = config.broker_names()[config.read_queue_ids().index(e.queue_id) // queues]
+        assert e.detail["broker"] == owner, f"sent to {e.detail['broker']}, stored in {owner}'s queue {e.queue_id}"
+        assert sim.broker.queues[("T", e.queue_id)][e.queue_offset].msg_id == e.msg_id
+    if sends >= brokers * queues:  # the producer goes round the route's queues, every broker's
+        assert {e.detail["broker"] for e in oks} == set(config.broker_names())
+
+
+def test_a_message_type_the_release_lacks_and_an_unknown_fault_are_refused() -> None:
+    sim = Simulation(REMOTING_4X, release="5.0.0")
+    with pytest.raises(ValueError, match="TopicMessageType.PRIORITY"):
+        sim.broker.create_topic("T", 1, 1, 6, "PRIORITY", 1)  # PRIORITY is a 5.5.0 type (TOPIC-05)
+    assert "T" not in sim.broker.topics
+    with pytest.raises(ValueError, match="unknown send fault 'bogus'"):
+        BrokerFaults().add_send_fault("broker-a", "bogus", 1)
+
+
+def _transaction(local: State) -> tuple[Simulation, object, list]:
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1, 6, "NORMAL", 1)
+    seen: list = []
+
+    def listener(view):
+        seen.append(view)
+        return ListenerOutcome.RECONSUME_LATER if len(seen) == 1 else ListenerOutcome.SUCCESS
+
+    sim.push_consumer_4x("G", "T", listener)
+    producer = sim.transaction_producer("TP")
+    half = producer.send_in_transaction("T", b"x", key="k", local_state=local)
+    return sim, half, seen
+
+
+def _stored(sim: Simulation, topic: str) -> list:
+    return [m for (t, _), queue in sim.broker.queues.items() if t == topic for m in queue]
+
+
+def test_an_unknown_half_waits_for_its_check_and_a_wrong_group_changes_nothing() -> None:
+    sim, half, seen = _transaction(State.UNKNOW)
+    assert not half.resolved and not _stored(sim, tx_rules.OP_HALF_TOPIC) and not _stored(sim, "T")
+    assert sim.broker.end_transaction(half, State.COMMIT_MESSAGE, "another-group") == "The producer group wrong"
+    assert not half.resolved and not _stored(sim, tx_rules.OP_HALF_TOPIC) and not _stored(sim, "T")
+    sim.clock.advance(tx_rules.check_interval_ms() * 2)
+    assert [e for e in sim.recorder.events if e.kind == "TX_CHECK"], "an unresolved half is checked (TX-03)"
+    assert not seen
+
+
+@pytest.mark.parametrize("local", [State.COMMIT_MESSAGE, State.ROLLBACK_MESSAGE])
+def test_a_resolved_half_is_resolved_once(local: State) -> None:
+    sim, half, seen = _transaction(local)
+    assert half.resolved
+    assert sim.broker.end_transaction(half, State.COMMIT_MESSAGE, half.producer_group) is None
+    assert len(_stored(sim, tx_rules.OP_HALF_TOPIC)) == 1, "one op message per resolved half (TX-05)"
+    assert len(_stored(sim, "T")) == (1 if local is State.COMMIT_MESSAGE else 0)
+    sim.clock.advance(120_000)
+    assert not [e for e in sim.recorder.events if e.kind == "TX_CHECK"], "a resolved half is not checked"
+    if local is State.COMMIT_MESSAGE:
+        assert [v.stored_topic for v in seen] == ["T", "%RETRY%G"], \
+            "a committed message that fails is retried and delivered again (not stored as a half again)"
+
+
+STORING_FAULTS = {"timeout_after_store", "flush_disk_timeout"}
+"""The injected faults met after the broker stored the message (the reply is lost, or the flush timed out);
+the others are met before it stores anything (unreachable, a timeout on the way, busy, error, illegal)."""
+
+
+@settings(max_examples=40, deadline=None)
+@given(fault=st.sampled_from(sorted(SEND_OUTCOMES)), count=st.integers(1, 2), brokers=st.integers(1, 2),
+       grpc=st.booleans())
+def test_every_stored_copy_of_a_send_is_an_attempt_that_reached_the_store(fault: str, count: int, brokers: int,
+                                                                          grpc: bool) -> None:
+    """SEND-4X-02, SEND-5X-01: a send is tried again after a failed attempt; an attempt that failed before the
+    store leaves no copy, one that failed after it (or succeeded) leaves one. The send's result names its attempts,
+    the broker and queue of its last stored copy, and how many copies it stored besides that one."""
+    sim = Simulation(GRPC_5X if grpc else REMOTING_4X, release=LATEST)
+    sim.broker.create_topic("T", 2, 2, 6, "NORMAL", brokers)
+    sim.broker.faults.add_send_fault("broker-a", fault, count)
+    try:
+        sim.producer("P").send("T", b"x", key="k")
+    except RocketMQError:
+        pass
+    end = [e for e in sim.recorder.events if e.kind in ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN")]
+    assert len(end) == 1
+    copies = [m for (t, _), queue in sim.broker.queues.items() if t == "T" for m in queue]
+    attempts = end[0].detail["attempts"].split(",")
+    faulted = [a for a in attempts if a.split(":", 1)[1] != "0"]  # the others succeeded (code 0)
+    assert all(a.startswith("broker-a:") for a in faulted) and len(faulted) <= count, attempts
+    reached = [a for a in attempts if a not in faulted or fault in STORING_FAULTS]
+    assert len(copies) == len(reached), f"{attempts}: {len(copies)} stored copies"
+    if end[0].kind == "SEND_OK":
+        assert int(end[0].detail["duplicates"]) == len(copies) - 1
+        last = max(copies, key=lambda m: m.commit_offset)
+        assert (end[0].queue_id, end[0].queue_offset) == (last.queue_id, last.queue_offset)
+        assert end[0].attempt == len(attempts)
