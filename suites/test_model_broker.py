@@ -25,7 +25,8 @@ from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 from spec.versions import LATEST
 
-pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("QSEL-02", "SEND-4X-02", "SEND-5X-01", "TOPIC-05", "TX-01", "TX-02", "TX-03", "TX-05")]
+pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("QSEL-02", "SEND-4X-02", "SEND-5X-01", "TOPIC-05",
+                                                           "TX-01", "TX-02", "TX-03", "TX-05")]
 
 State = tx_rules.LocalTransactionState
 

@@ -12,7 +12,8 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
   (OFFSET-03: the offset is the first message the process queue still holds, RETRY-CONC-03: a message whose
   send-back failed stays in it and is consumed again locally).
 - Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
-- A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02).
+- A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
+  ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09).
 
 The mutation run imports the model from its scratch copy (``reference_rule``)."""
 from __future__ import annotations
@@ -26,14 +27,14 @@ from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, REMOTING_4X
 from history.values import ListenerOutcome
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules import retry4x
+from reference_impl.rules import codes, retry4x
 from reference_impl.rules.codes import RocketMQError
 from spec.versions import LATEST
 from suites import strategies
 from suites.programs import run_program
 
 pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
-                                                           "RETRY-CONC-03", "LIMIT-02")]
+                                                           "RETRY-5X-09", "RETRY-CONC-03", "LIMIT-02")]
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -156,3 +157,18 @@ def test_a_message_consumed_again_locally_holds_the_committed_offset(
     assert commits and commits[-1] == messages, \
         f"every message consumed: the process queue is empty and the offset is the last one's + 1 (RETRY-CONC-03, " \
         f"``ProcessQueue#removeMessage``); committed {commits}"
+
+
+def test_a_simple_consumers_ack_is_logged_only_when_the_proxy_takes_it() -> None:
+    """RETRY-5X-09: an ack with a live handle is OK and logged as an ACK; once the handle's invisible time has
+    ended the proxy refuses it (INVALID_RECEIPT_HANDLE) and nothing is logged."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    consumer = sim.simple_consumer_5x("G", "T")
+    consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
+    sim.producer("P").send("T", b"x", key="k")
+    (view,) = consumer.receive(16, 10_000)
+    acks = lambda: [e for e in sim.recorder.events if e.kind == "ACK"]  # noqa: E731
+    assert consumer.ack(view) == codes.OK and len(acks()) == 1
+    sim.clock.advance(20_000)
+    assert consumer.ack(view) == codes.INVALID_RECEIPT_HANDLE and len(acks()) == 1
