@@ -146,9 +146,7 @@ def test_once_every_handle_has_expired_nothing_awaits_redelivery(data: st.DataOb
     a group is in flight or being revived (the 5.0.0 long poll waits for exactly that, ``awaiting_redelivery``)."""
     program = data.draw(strategies.programs(GRPC_5X), label="program")
     target = _run(GRPC_5X, program)
-    broker = target.sim.broker
-    for client in {f.client_id for f in broker.in_flight.values() if f.client_id}:
-        broker.client_gone(client)
+    broker = target.sim.broker  # the program shut its push consumers down or they crashed; simple ones stay
     target.sim.clock.advance(24 * 3_600_000)
     assert not [f for f in broker.in_flight.values() if not f.fifo], "a standard handle outlived a day"
     assert all(n == 0 for n in broker.reviving.values()), f"revives counted but never done: {broker.reviving}"
