@@ -13,7 +13,8 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
   send-back failed stays in it and is consumed again locally).
 - Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
 - A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
-  ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09).
+  ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09); a handle that
+  was acked, forwarded to the DLQ or never given is refused and changes nothing (RETRY-5X-07, RETRY-5X-09).
 
 The mutation run imports the model from its scratch copy (``reference_rule``)."""
 from __future__ import annotations
@@ -34,7 +35,7 @@ from suites import strategies
 from suites.programs import run_program
 
 pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
-                                                           "RETRY-5X-09", "RETRY-CONC-03", "LIMIT-02")]
+                                                           "RETRY-5X-07", "RETRY-5X-09", "RETRY-CONC-03", "LIMIT-02")]
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -172,3 +173,29 @@ def test_a_simple_consumers_ack_is_logged_only_when_the_proxy_takes_it() -> None
     assert consumer.ack(view) == codes.OK and len(acks()) == 1
     sim.clock.advance(20_000)
     assert consumer.ack(view) == codes.INVALID_RECEIPT_HANDLE and len(acks()) == 1
+
+
+def test_a_handle_that_was_forwarded_or_acked_is_refused_and_changes_nothing() -> None:
+    """RETRY-5X-07, RETRY-5X-09: forwarding a received message to the DLQ stores one dead-letter copy and takes the
+    handle; forwarding or changing with it again, or with a handle never given, is INVALID_RECEIPT_HANDLE and
+    stores nothing; a change gives a new handle, the ack with it takes the message."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    consumer = sim.simple_consumer_5x("G", "T")
+    consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
+    producer = sim.producer("P")
+    producer.send("T", b"x", key="k1")
+    producer.send("T", b"y", key="k2")
+    first, second = consumer.receive(16, 10_000)
+    broker = sim.broker
+    dead = lambda: sum(len(q) for (t, _), q in broker.queues.items() if t == "%DLQ%G")  # noqa: E731
+    assert broker.forward_in_flight_to_dlq(first.receipt_handle) == codes.OK and dead() == 1
+    assert broker.forward_in_flight_to_dlq(first.receipt_handle) == codes.INVALID_RECEIPT_HANDLE and dead() == 1
+    assert broker.forward_in_flight_to_dlq("rh-never-given") == codes.INVALID_RECEIPT_HANDLE and dead() == 1
+    assert broker.change_invisible_duration("rh-never-given", 5_000) == (codes.INVALID_RECEIPT_HANDLE, None)
+    code, handle = broker.change_invisible_duration(second.receipt_handle, 5_000)
+    assert code == codes.OK and handle not in (None, second.receipt_handle)
+    assert broker.ack(handle) == codes.OK and not broker.in_flight
+    assert broker.change_invisible_duration(handle, 5_000) == (codes.INVALID_RECEIPT_HANDLE, None)
+    sim.clock.advance(60_000)
+    assert consumer.receive(16, 10_000) == [] and dead() == 1, "nothing comes back after the ack and the forward"
