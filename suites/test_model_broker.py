@@ -5,6 +5,9 @@ all, driven on the model directly.
   producer's queue is a broker's queue; the route lists each broker's queues).
 - The broker's configuration refuses what it does not know: a message type the release lacks (TOPIC-05,
   ``TopicMessageType.valueOf``), and the model's own fault injection names what it takes.
+- Sends: the 5.x SDK refuses a message type its route does not accept before the proxy sees it (TOPIC-05); a
+  read-only topic leaves no route to send to (QSEL-02); every stored copy of a send is an attempt that reached
+  the store, and the result names its last copy (SEND-4X-02, SEND-5X-01).
 - Transactions (TX-01, TX-02, TX-03, TX-05): a half with an unknown local state stays unresolved and is checked;
   an end of transaction from another producer group is refused (``The producer group wrong``) and changes
   nothing; a second end of a resolved half changes nothing; a commit stores the message once in its real topic
@@ -136,3 +139,32 @@ def test_every_stored_copy_of_a_send_is_an_attempt_that_reached_the_store(fault:
         last = max(copies, key=lambda m: m.commit_offset)
         assert (end[0].queue_id, end[0].queue_offset) == (last.queue_id, last.queue_offset)
         assert end[0].attempt == len(attempts)
+
+
+@pytest.mark.parametrize("sdk, text", [("java", "Current message type not match"),
+                                       ("python", "current message type not match")])
+def test_the_sdk_refuses_a_message_type_its_route_does_not_accept_before_the_proxy(sdk: str, text: str) -> None:
+    """TOPIC-05: the 5.x SDK checks the message's type against the route's accepted types before it sends (an
+    error of its own, code -1); only what passes it meets the proxy's check. A transactional send is checked
+    the same way."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("F", 1, 1, 6, "FIFO", 1)
+    sim.broker.create_topic("N", 1, 1, 6, "NORMAL", 1)
+    with pytest.raises(RocketMQError) as normal_to_fifo:
+        sim.producer("P", sdk=sdk).send("F", b"x", key="k")
+    with pytest.raises(RocketMQError) as transaction_to_normal:
+        sim.transaction_producer("TP").send_in_transaction("N", b"x", key="k", local_state=State.COMMIT_MESSAGE)
+    assert normal_to_fifo.value.code == -1 and normal_to_fifo.value.message.startswith(text), normal_to_fifo.value
+    assert transaction_to_normal.value.code == -1, transaction_to_normal.value
+    assert not [m for (t, _), q in sim.broker.queues.items() for m in q], "nothing refused is stored"
+
+
+def test_a_topic_no_queue_of_which_takes_writes_has_no_route_to_send_to() -> None:
+    """QSEL-02: the producer's route keeps only the writable queues; a read-only topic leaves none, and the send
+    fails with ``No route info of this topic`` before any attempt."""
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    sim.broker.create_topic("RO", 2, 2, 4, "NORMAL", 1)  # perm 4: read only
+    with pytest.raises(RocketMQError, match="No route info of this topic"):
+        sim.producer("P").send("RO", b"x", key="k")
+    (fail,) = [e for e in sim.recorder.events if e.kind == "SEND_FAIL"]
+    assert "No route info" in fail.detail["remark"] and not sim.broker.queues.get(("RO", 0))
