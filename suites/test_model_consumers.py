@@ -37,7 +37,7 @@ from suites.programs import run_program
 pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
                                                            "RETRY-5X-07", "RETRY-5X-09", "RETRY-CONC-03", "LIMIT-02")]
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 def _events(profile: str, program) -> list:
@@ -108,7 +108,7 @@ def test_the_proxy_refuses_a_5x_consumer_of_a_bad_group(group: str) -> None:
         sim.push_consumer_5x(group, "T", lambda view: ListenerOutcome.SUCCESS)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(messages=st.integers(1, 4), failing=st.integers(0, 3), failures=st.integers(1, 3),
        faults=st.sampled_from([-1, 1, 2]), stop_after_ms=st.none() | st.integers(0, 12_000))
 def test_a_message_consumed_again_locally_holds_the_committed_offset(
