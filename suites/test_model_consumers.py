@@ -14,7 +14,9 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
 - Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
 - A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
   ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09); a handle that
-  was acked, forwarded to the DLQ or never given is refused and changes nothing (RETRY-5X-07, RETRY-5X-09).
+  was acked, forwarded to the DLQ or never given is refused and changes nothing (RETRY-5X-07, RETRY-5X-09); a
+  live push consumer that holds nothing leaves the model's clock idle (RETRY-5X-09: only a client holding
+  renewed handles is watched for going offline).
 
 The mutation run imports the model from its scratch copy (``reference_rule``)."""
 from __future__ import annotations
@@ -199,3 +201,18 @@ def test_a_handle_that_was_forwarded_or_acked_is_refused_and_changes_nothing() -
     assert broker.change_invisible_duration(handle, 5_000) == (codes.INVALID_RECEIPT_HANDLE, None)
     sim.clock.advance(60_000)
     assert consumer.receive(16, 10_000) == [] and dead() == 1, "nothing comes back after the ack and the forward"
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_running_push_consumer_with_nothing_to_do_leaves_the_clock_idle(fifo: bool) -> None:
+    """RETRY-5X-09: the proxy watches a client for going offline while it holds renewed handles; once a live push
+    consumer has consumed everything it holds nothing, so nothing more is due on the model's clock (its settle
+    and ``run_until_idle`` end there), however long the consumer stays."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1, 6, "FIFO" if fifo else "NORMAL", 1)
+    sim.broker.group("G").fifo = fifo
+    consumer = sim.push_consumer_5x("G", "T", lambda view: ListenerOutcome.SUCCESS)
+    sim.producer("P").send("T", b"x", key="k", message_group="g" if fifo else None)
+    sim.clock.advance(24 * 3_600_000)
+    assert [e.key for e in sim.recorder.events if e.kind == "ACK"] == ["k"] and consumer.running
+    assert sim.clock.next_due_ms() is None, f"an idle model still ticks at {sim.clock.next_due_ms()}"
