@@ -11,6 +11,9 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
   again from its own queue to the client that committed past it while that client keeps the queue
   (OFFSET-03: the offset is the first message the process queue still holds, RETRY-CONC-03: a message whose
   send-back failed stays in it and is consumed again locally).
+- An orderly message whose publish towards the DLQ fails is consumed again with its reconsume times one higher
+  (ORDER-4X-03); at a maximum of -2 the Java client dead-letters at once, the C++ client retries (RETRY-CONC-06,
+  SDK-CPP-01).
 - Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
 - A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
   ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09); a handle that
@@ -30,14 +33,15 @@ from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, REMOTING_4X
 from history.values import ListenerOutcome
 from reference_impl.model.simulation import Simulation
-from reference_impl.rules import codes, retry4x
+from reference_impl.rules import codes, cpp4x, retry4x
 from reference_impl.rules.codes import RocketMQError
 from spec.versions import LATEST
 from suites import strategies
 from suites.programs import run_program
 
 pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
-                                                           "RETRY-5X-07", "RETRY-5X-09", "RETRY-CONC-03", "LIMIT-02")]
+                                                           "RETRY-5X-07", "RETRY-5X-09", "RETRY-CONC-03", "RETRY-CONC-06",
+                                                           "ORDER-4X-03", "SDK-CPP-01", "LIMIT-02")]
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -216,3 +220,39 @@ def test_a_running_push_consumer_with_nothing_to_do_leaves_the_clock_idle(fifo: 
     sim.clock.advance(24 * 3_600_000)
     assert [e.key for e in sim.recorder.events if e.kind == "ACK"] == ["k"] and consumer.running
     assert sim.clock.next_due_ms() is None, f"an idle model still ticks at {sim.clock.next_due_ms()}"
+
+
+def _failing_4x(sim: Simulation, **options: object) -> list:
+    seen: list = []
+    sim.broker.create_topic("T", 1, 1)
+    sim.push_consumer_4x("G", "T", lambda view: seen.append(view) or ListenerOutcome.RECONSUME_LATER, **options)
+    sim.producer("P").send("T", b"x", key="k")
+    return seen
+
+
+@pytest.mark.parametrize("republish_failures", [0, 1, 2])
+def test_an_orderly_message_whose_dlq_publish_fails_is_consumed_again_one_higher(republish_failures: int) -> None:
+    """ORDER-4X-03: at the maximum the orderly client publishes the message towards the DLQ; when that publish
+    fails it suspends the queue and consumes the message again with its local reconsume times one higher,
+    until a publish goes through; then the message is in %DLQ%group and the queue moves on."""
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    sim.broker.faults.retry_republish_failures = republish_failures
+    seen = _failing_4x(sim, orderly=True, max_reconsume_times=1)
+    sim.clock.advance(600_000)
+    assert [v.reconsume_times for v in seen] == list(range(2 + republish_failures))
+    assert [e.kind for e in sim.recorder.events if e.kind == "DLQ"] == ["DLQ"]
+
+
+@pytest.mark.parametrize("sdk, deliveries", [("java", 1), (cpp4x.SDK, None)])
+def test_a_negative_maximum_other_than_minus_one(sdk: str, deliveries: int | None) -> None:
+    """RETRY-CONC-06: the Java client takes -1 as 16 and any other value as it is, so at -2 the first send-back
+    already has reconsume times at the maximum and the broker dead-letters the message; the C++ client takes
+    every negative value as 16 (SDK-CPP-01) and retries."""
+    sim = Simulation(REMOTING_4X, release=LATEST)
+    seen = _failing_4x(sim, max_reconsume_times=-2, sdk=sdk)
+    sim.clock.advance(60_000)
+    dead = [e for e in sim.recorder.events if e.kind == "DLQ"]
+    if deliveries is None:
+        assert not dead and len(seen) >= 2, "the C++ client retries at -2 as at -1"
+    else:
+        assert len(seen) == deliveries and len(dead) == 1
