@@ -8,6 +8,7 @@ all, driven on the model directly.
 - Sends: the 5.x SDK refuses a message type its route does not accept before the proxy sees it (TOPIC-05); a
   read-only topic leaves no route to send to (QSEL-02); every stored copy of a send is an attempt that reached
   the store, and the result names its last copy (SEND-4X-02, SEND-5X-01).
+- The log names a message by the first of its keys; a pop of a topic the broker does not have takes nothing.
 - Transactions (TX-01, TX-02, TX-03, TX-05): a half with an unknown local state stays unresolved and is checked;
   an end of transaction from another producer group is refused (``The producer group wrong``) and changes
   nothing; a second end of a resolved half changes nothing; a commit stores the message once in its real topic
@@ -168,3 +169,17 @@ def test_a_topic_no_queue_of_which_takes_writes_has_no_route_to_send_to() -> Non
         sim.producer("P").send("RO", b"x", key="k")
     (fail,) = [e for e in sim.recorder.events if e.kind == "SEND_FAIL"]
     assert "No route info" in fail.detail["remark"] and not sim.broker.queues.get(("RO", 0))
+
+
+def test_a_message_is_named_by_the_first_of_its_keys_and_a_missing_topic_pops_nothing() -> None:
+    """KEYS holds a message's keys separated by a space (``MessageConst.KEY_SEPARATOR``); the log names a message
+    by the first. A pop of a topic the broker does not have, ordered or not, takes nothing."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    consumer = sim.simple_consumer_5x("G", "T")
+    consumer.receive(16, 10_000)
+    sim.producer("P").send("T", b"x", key="first second")
+    (view,) = consumer.receive(16, 10_000)
+    assert view.key == "first" and [e.key for e in sim.recorder.events if e.kind == "DELIVER"] == ["first"]
+    for fifo in (False, True):
+        assert sim.broker.pop("G", "no-such-topic", 10_000, 16, "a", fifo=fifo) == []

@@ -17,7 +17,8 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
 - Each delivery's ``since_previous_ms`` is the time since the previous delivery of that message to the group.
 - A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
   ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09); a handle that
-  was acked, forwarded to the DLQ or never given is refused and changes nothing (RETRY-5X-07, RETRY-5X-09); a
+  was acked, forwarded to the DLQ or never given is refused and changes nothing, and an acked one is refused from
+  the very millisecond its time ends (RETRY-5X-07, RETRY-5X-09); a
   live push consumer that holds nothing leaves the model's clock idle (RETRY-5X-09: only a client holding
   renewed handles is watched for going offline).
 
@@ -256,3 +257,21 @@ def test_a_negative_maximum_other_than_minus_one(sdk: str, deliveries: int | Non
         assert not dead and len(seen) >= 2, "the C++ client retries at -2 as at -1"
     else:
         assert len(seen) == deliveries and len(dead) == 1
+
+
+def test_an_acked_handle_is_refused_from_the_moment_its_invisible_time_ends() -> None:
+    """RETRY-5X-09: the proxy refuses a handle once it is expired, ``ReceiptHandle#isExpired`` being
+    ``nextVisibleTime <= now`` (common/.../consumer/ReceiptHandle.java@rocketmq-all-5.0.0): a repeated ack is OK
+    one millisecond before the handle's time ends and refused at that very millisecond."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1)
+    consumer = sim.simple_consumer_5x("G", "T")
+    consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
+    sim.producer("P").send("T", b"x", key="k")
+    (view,) = consumer.receive(16, 10_000)
+    ends = sim.clock.now_ms + 10_000
+    assert consumer.ack(view) == codes.OK
+    sim.clock.advance(ends - 1 - sim.clock.now_ms)
+    assert consumer.ack(view) == codes.OK
+    sim.clock.advance(1)
+    assert consumer.ack(view) == codes.INVALID_RECEIPT_HANDLE
