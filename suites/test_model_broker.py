@@ -9,6 +9,8 @@ all, driven on the model directly.
   read-only topic leaves no route to send to (QSEL-02); every stored copy of a send is an attempt that reached
   the store, and the result names its last copy (SEND-4X-02, SEND-5X-01).
 - The log names a message by the first of its keys; a pop of a topic the broker does not have takes nothing.
+- Clients (RETRY-5X-09): a poll that outlived its client is cleared at the next renew scan; a client heard from
+  again is online, its renewed handles cleared only once it has been silent for the channel expiry.
 - Transactions (TX-01, TX-02, TX-03, TX-05): a half with an unknown local state stays unresolved and is checked;
   an end of transaction from another producer group is refused (``The producer group wrong``) and changes
   nothing; a second end of a resolved half changes nothing; a commit stores the message once in its real topic
@@ -25,6 +27,7 @@ from history.profiles import GRPC_5X, REMOTING_4X
 from history.values import ListenerOutcome
 from reference_impl.model.broker import SEND_OUTCOMES, BrokerFaults
 from reference_impl.model.simulation import Simulation
+from reference_impl.rules import retry5x
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.codes import RocketMQError
 from spec.versions import LATEST
@@ -183,3 +186,63 @@ def test_a_message_is_named_by_the_first_of_its_keys_and_a_missing_topic_pops_no
     assert view.key == "first" and [e.key for e in sim.recorder.events if e.kind == "DELIVER"] == ["first"]
     for fifo in (False, True):
         assert sim.broker.pop("G", "no-such-topic", 10_000, 16, "a", fifo=fifo) == []
+
+
+def _popped_by(sim: Simulation, client: str) -> object:
+    sim.broker.create_topic("T", 1, 1)
+    sim.broker.pop("G", "T", 30_000, 16, "first", fifo=False)  # a new group's first pop fixes its start (RETRY-5X-10)
+    sim.producer("P").send("T", b"x", key="k")
+    (flight,) = sim.broker.pop("G", "T", 30_000, 16, "second", fifo=False, auto_renew=True, client_id=client)
+    return flight
+
+
+def test_a_poll_that_outlived_its_client_is_cleared_at_the_next_renew_scan() -> None:
+    """RETRY-5X-09: a client that unregistered (``NotifyClientTermination``) has its renewed handles cleared; a
+    long poll of it that still takes a message has that handle cleared at the proxy's next renew scan
+    (``renewSchedulePeriodMillis`` later): visible again ``invisibleTimeMillisWhenClear`` after."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.client_gone("c1")
+    flight = _popped_by(sim, "c1")
+    assert flight.auto_renew
+    sim.clock.advance(retry5x.RENEW_SCHEDULE_PERIOD_MS - 1)
+    assert flight.auto_renew, "cleared before the renew scan"
+    sim.clock.advance(1)
+    assert not flight.auto_renew and flight.visible_at == retry5x.cleared_visible_at_ms(sim.clock.now_ms)
+
+
+def test_a_client_heard_from_again_is_online_and_watched_only_while_it_holds_renewed_handles() -> None:
+    """RETRY-5X-09: any call of a client is a sign of life, so a client heard from after it unregistered is
+    online again: its renewed handle is kept past the next renew scan, and cleared only once the client has
+    been silent for the channel expiry. A pop that is not renewed (a simple consumer's) is not watched."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.client_gone("c1")
+    sim.broker.client_seen("c1")
+    seen_at = sim.clock.now_ms
+    flight = _popped_by(sim, "c1")
+    sim.clock.advance(retry5x.RENEW_SCHEDULE_PERIOD_MS + 1)
+    assert flight.auto_renew, "an online client's renewed handle was cleared"
+    offline = retry5x.offline_since_ms(seen_at)
+    sim.clock.advance(offline - 1 - sim.clock.now_ms)
+    assert flight.auto_renew
+    sim.clock.advance(1)
+    assert not flight.auto_renew and flight.visible_at == retry5x.cleared_visible_at_ms(offline)
+    plain = Simulation(GRPC_5X, release=LATEST)
+    plain.broker.create_topic("T", 1, 1)
+    plain.broker.pop("G", "T", 30_000, 16, "first", fifo=False, client_id="c2")
+    assert "c2" not in plain.broker._watched_clients and plain.clock.next_due_ms() is None
+
+
+def test_a_half_checked_the_most_times_is_discarded_to_the_check_max_time_topic() -> None:
+    """TX-04: a half still unknown after ``transactionCheckMax`` (15) checks is moved to
+    ``TRANS_CHECK_MAX_TIME_TOPIC`` (1 queue, read and write) and never delivered; the copy keeps the half's
+    properties and reconsume times (``DefaultTransactionalMessageCheckListener#toMessageExtBrokerInner``
+    @rocketmq-all-4.9.8)."""
+    sim, half, seen = _transaction(State.UNKNOW)
+    sim.clock.advance(tx_rules.check_interval_ms() * (tx_rules.TRANSACTION_CHECK_MAX + 3))
+    assert [e.kind for e in sim.recorder.events if e.kind == "TX_DISCARD"] == ["TX_DISCARD"] and half.resolved
+    config = sim.broker.topics[tx_rules.CHECK_MAX_TIME_TOPIC]
+    assert (config.read_queues, config.write_queues, config.perm) == (1, 1, 6)
+    (discarded,) = sim.broker.queues[(tx_rules.CHECK_MAX_TIME_TOPIC, 0)]
+    assert discarded.msg_id == half.message.msg_id and discarded.properties == half.message.properties
+    assert discarded.reconsume_times == half.message.reconsume_times == 0
+    assert not seen
