@@ -167,15 +167,21 @@ def test_a_message_consumed_again_locally_holds_the_committed_offset(
         f"``ProcessQueue#removeMessage``); committed {commits}"
 
 
-def test_a_simple_consumers_ack_is_logged_only_when_the_proxy_takes_it() -> None:
-    """RETRY-5X-09: an ack with a live handle is OK and logged as an ACK; once the handle's invisible time has
-    ended the proxy refuses it (INVALID_RECEIPT_HANDLE) and nothing is logged."""
-    sim = Simulation(GRPC_5X, release=LATEST)
+def _one_received(sim: Simulation):
+    """A simple consumer of a new group on a one-queue topic, and the view of the one message it then receives."""
     sim.broker.create_topic("T", 1, 1)
     consumer = sim.simple_consumer_5x("G", "T")
     consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
     sim.producer("P").send("T", b"x", key="k")
     (view,) = consumer.receive(16, 10_000)
+    return consumer, view
+
+
+def test_a_simple_consumers_ack_is_logged_only_when_the_proxy_takes_it() -> None:
+    """RETRY-5X-09: an ack with a live handle is OK and logged as an ACK; once the handle's invisible time has
+    ended the proxy refuses it (INVALID_RECEIPT_HANDLE) and nothing is logged."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    consumer, view = _one_received(sim)
     acks = lambda: [e for e in sim.recorder.events if e.kind == "ACK"]  # noqa: E731
     assert consumer.ack(view) == codes.OK and len(acks()) == 1
     sim.clock.advance(20_000)
@@ -264,11 +270,7 @@ def test_an_acked_handle_is_refused_from_the_moment_its_invisible_time_ends() ->
     ``nextVisibleTime <= now`` (common/.../consumer/ReceiptHandle.java@rocketmq-all-5.0.0): a repeated ack is OK
     one millisecond before the handle's time ends and refused at that very millisecond."""
     sim = Simulation(GRPC_5X, release=LATEST)
-    sim.broker.create_topic("T", 1, 1)
-    consumer = sim.simple_consumer_5x("G", "T")
-    consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
-    sim.producer("P").send("T", b"x", key="k")
-    (view,) = consumer.receive(16, 10_000)
+    consumer, view = _one_received(sim)
     ends = sim.clock.now_ms + 10_000
     assert consumer.ack(view) == codes.OK
     sim.clock.advance(ends - 1 - sim.clock.now_ms)
