@@ -46,13 +46,21 @@ def _line_of(path: str, text: str) -> int:
     return next(i for i, line in enumerate((ROOT / "reference_impl" / path).read_text().splitlines(), 1) if text in line)
 
 
+class _TargetOnly(Runner):
+    """A runner without the model's own properties (``EVERY_MODEL_MUTANT``), which would judge a model mutant
+    first, in its own process: what is left is the suites through the driver target."""
+
+    def rule_tests(self, job):  # type: ignore[no-untyped-def]
+        return []
+
+
 def test_a_model_mutant_is_killed_through_the_driver_target() -> None:
     """The broker stores a dead letter without saying so (``emit_dlq`` dropped): the suites, run against the
     mutant served as a driver target, fail; the checkout's own reference is untouched."""
     job = _job("model/broker.py", _line_of("model/broker.py", "self.sim.emit_dlq(group, message)"), "drop-statement")
     scratch = Scratch()
     try:
-        outcome = Runner().judge(job, scratch)
+        outcome = _TargetOnly().judge(job, scratch)
         restored = (scratch.dir / "reference_impl" / job.path).read_text()
     finally:
         scratch.remove()
