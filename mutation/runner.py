@@ -45,8 +45,8 @@ EVERY_MUTANT_THROUGH_TARGET = ("test_differential.py",)
 workloads and programs with the reference's, so any behaviour they reach is theirs."""
 EVERY_MODEL_MUTANT = tuple(sorted(p.name for p in SUITES.glob("test_model_*.py")))
 """Rule-channel suites every model mutant meets: the model's own properties (``suites/test_model_*.py``: its
-virtual clock, the Kafka pattern, its stored state and offsets), importing the mutated model from the scratch
-copy. The stories through the target show the model only where a story's timing or placement shows it; these
+virtual clock, the Kafka pattern, the broker's stored state, handles, clients and transactions, the consumers'
+queues and offsets), importing the mutated model from the scratch copy. The stories through the target show the model only where a story's timing or placement shows it; these
 pin the clock's order and edges and the bookkeeping under the stories directly (issue 37)."""
 EARLIER_RELEASE = "5.0.0"
 """The differential suite is run a second time as this release (``--rmq-target-version``): the model's
