@@ -40,9 +40,9 @@ from spec.versions import LATEST
 from suites import strategies
 from suites.programs import run_program
 
-pytestmark = [pytest.mark.reference_rule, pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04",
-                                                           "RETRY-5X-07", "RETRY-5X-09", "RETRY-CONC-03", "RETRY-CONC-06",
-                                                           "ORDER-4X-03", "SDK-CPP-01", "LIMIT-02")]
+pytestmark = [pytest.mark.reference_rule,
+              pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04", "RETRY-5X-07", "RETRY-5X-09",
+                               "RETRY-CONC-03", "RETRY-CONC-06", "ORDER-4X-03", "SDK-CPP-01", "LIMIT-02")]
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
