@@ -18,9 +18,9 @@ run on the reference, and the proxy's checks of a 5.x consumer's group.
 - A 5.x consumer of a group the proxy refuses is refused, simple and push alike (LIMIT-02); a simple consumer's
   ack is logged when the proxy takes it, not when it refuses an expired handle (RETRY-5X-09); a handle that
   was acked, forwarded to the DLQ or never given is refused and changes nothing, and an acked one is refused from
-  the very millisecond its time ends (RETRY-5X-07, RETRY-5X-09); a
-  live push consumer that holds nothing leaves the model's clock idle (RETRY-5X-09: only a client holding
-  renewed handles is watched for going offline).
+  the very millisecond its time ends (RETRY-5X-07, RETRY-5X-09); a receive takes at most the messages it asks
+  for (RETRY-5X-06); a live push consumer that holds nothing leaves the model's clock idle (RETRY-5X-09: only a
+  client holding renewed handles is watched for going offline).
 
 The mutation run imports the model from its scratch copy (``reference_rule``)."""
 from __future__ import annotations
@@ -41,8 +41,9 @@ from suites import strategies
 from suites.programs import run_program
 
 pytestmark = [pytest.mark.reference_rule,
-              pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04", "RETRY-5X-07", "RETRY-5X-09",
-                               "RETRY-CONC-03", "RETRY-CONC-06", "ORDER-4X-03", "SDK-CPP-01", "LIMIT-02")]
+              pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04", "RETRY-5X-06", "RETRY-5X-07",
+                               "RETRY-5X-09", "RETRY-CONC-03", "RETRY-CONC-06", "ORDER-4X-03", "SDK-CPP-01",
+                               "LIMIT-02")]
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -277,3 +278,22 @@ def test_an_acked_handle_is_refused_from_the_moment_its_invisible_time_ends() ->
     assert consumer.ack(view) == codes.OK
     sim.clock.advance(1)
     assert consumer.ack(view) == codes.INVALID_RECEIPT_HANDLE
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+@pytest.mark.parametrize("max_messages", [1, 2, 3])
+def test_a_receive_takes_at_most_the_messages_it_asks_for(fifo: bool, max_messages: int) -> None:
+    """RETRY-5X-06: a receive names how many messages it takes at most (``maxMessageNum``); with more visible,
+    it gets exactly that many, and the next receive the next ones, in queue order."""
+    sim = Simulation(GRPC_5X, release=LATEST)
+    sim.broker.create_topic("T", 1, 1, 6, "FIFO" if fifo else "NORMAL", 1)
+    sim.broker.group("G").fifo = fifo
+    consumer = sim.simple_consumer_5x("G", "T")
+    consumer.receive(16, 10_000)  # a new group's first receive fixes where it starts (RETRY-5X-10)
+    for i in range(4):
+        sim.producer("P").send("T", b"x", key=f"k{i}", message_group="g" if fifo else None)
+    first = consumer.receive(max_messages, 10_000)
+    assert [v.key for v in first] == [f"k{i}" for i in range(max_messages)]
+    if not fifo:  # a FIFO group's next receive waits for these to be acked
+        second = consumer.receive(max_messages, 10_000)
+        assert [v.key for v in second] == [f"k{i}" for i in range(max_messages, min(4, 2 * max_messages))]
