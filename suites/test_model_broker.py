@@ -132,7 +132,7 @@ def test_every_stored_copy_of_a_send_is_an_attempt_that_reached_the_store(fault:
         pass
     end = [e for e in sim.recorder.events if e.kind in ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN")]
     assert len(end) == 1
-    copies = [m for (t, _), queue in sim.broker.queues.items() if t == "T" for m in queue]
+    copies = _stored(sim, "T")
     attempts = end[0].detail["attempts"].split(",")
     faulted = [a for a in attempts if a.split(":", 1)[1] != "0"]  # the others succeeded (code 0)
     assert all(a.startswith("broker-a:") for a in faulted) and len(faulted) <= count, attempts
