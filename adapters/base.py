@@ -246,6 +246,12 @@ class Target(abc.ABC):
         """Let everything pending happen (all retries, DLQs, checks), bounded by ``max_ms`` of spec time."""
         self.advance(max_ms)
 
+    def mark_settled(self) -> None:
+        """State in the log that the run has settled (a ``SETTLED`` event): every consumer still up was given
+        what it was owed. The Spark checks judge a group's losses only up to it (issue 36). A target whose log
+        cannot take the harness's events states nothing, and losses are then judged only for groups whose
+        consumers the log does not state."""
+
     # results
     @abc.abstractmethod
     def events(self) -> list[Event]: ...

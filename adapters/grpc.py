@@ -567,7 +567,10 @@ class GrpcProducer:
             raise _SdkError(code, str(exc)) from None
         with t._lock:
             t._sent[receipt.message_id] = (topic, tags)
-        t.emit("SEND_OK", **common, msg_id=receipt.message_id, queue_offset=receipt.offset,
+        # a timed message's SEND_OK carries the wait to the delivery time the client sent (DELAY-08)
+        timed = None if delivery_timestamp_ms is None else \
+            max(0, t.delivery_time_sent_ms(delivery_timestamp_ms) - t.now_ms()) or None
+        t.emit("SEND_OK", **common, msg_id=receipt.message_id, queue_offset=receipt.offset, expected_delay_ms=timed,
                detail={"mode": mode, "status": "SEND_OK"})
         return SendResult("SEND_OK", receipt.message_id, topic, None, receipt.offset)
 

@@ -161,6 +161,9 @@ class ReferenceTarget(Target):
     def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
         self.sim.run_until_idle(max_ms)
 
+    def mark_settled(self) -> None:
+        self.sim.emit("SETTLED")
+
     def events(self) -> list[Event]:
         return self.sim.recorder.events
 

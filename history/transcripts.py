@@ -63,6 +63,8 @@ def _step(event: Event, start_ms: int, ids: Mapping[str, str]) -> Step:
     fields: dict[str, str] = {}
     for name in ("topic", "group", "attempt", "delay_level", "expected_delay_ms", "message_group"):
         value = getattr(event, name)
+        if name == "expected_delay_ms" and event.kind == "SEND_OK":
+            continue  # the wait to a timed message's delivery time, as each client's log states it (issue 36)
         if value is not None:
             fields[name] = str(value)
     if event.msg_id:

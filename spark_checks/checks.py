@@ -35,13 +35,16 @@ from history.events import EVENT_KINDS
 from history.profiles import BROKER_PROFILES, GRPC_5X
 from spec import versions
 
+from .consumers import KINDS as STATED_KINDS
+from .consumers import Stated, read_stated
 from .profiles import timing
 from .timing_model import WaitModel, noise_band, wait_model
 
 REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "string", "msg_id": "string",
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
             "delay_level": "int"}
-OPTIONAL = {"run_id": "string", "profile": "string", "expected_delay_ms": "bigint"}
+OPTIONAL = {"run_id": "string", "profile": "string", "expected_delay_ms": "bigint", "client_id": "string",
+            "seq": "bigint"}
 MESSAGE_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "DLQ", "APPLY", "ACK", "RETRY_SCHEDULED")
 COUNTEREXAMPLES = 20
 PROBLEMS = ("unknown kind", "null ts_ms", "null msg_id", "attempt below 1")
@@ -75,8 +78,9 @@ class CheckResult:
 
 KIND_CODE = {kind: i + 1 for i, kind in enumerate(EVENT_KINDS)}
 """Kinds are cached as numbers (0: not a kind of the schema)."""
-CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "DLQ", "APPLY")
-"""The kinds the checks read; the others are counted and validated but not cached."""
+CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "ACK", "RETRY_SCHEDULED", "DLQ", "APPLY")
+"""The kinds the checks read from the cache; the others are counted and validated but not cached (the
+consumer and settle rows are read apart, ``consumers.read_stated``)."""
 TUNING = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",   # numbers only: compressing costs more than it saves
     "spark.sql.execution.replaceHashWithSortAgg": "true",      # stream aggregates over the sorted cache
@@ -128,6 +132,11 @@ class Loaded:
     raw: Any
     stats: dict[str, Any]
     profile: str | None
+    stated: Stated = field(default_factory=Stated)
+    """The consumers and settles the log states (``consumers``)."""
+    acks: bool = False
+    """Whether the log records acks (a 5.x client's ACK): a redelivery after a success is then a duplicate
+    only after its ack."""
 
 
 def _read(spark, path: str):
@@ -148,8 +157,11 @@ def _read(spark, path: str):
         raw = raw.withColumn("run_id", F.lit(""))
     if "expected_delay_ms" not in types:
         raw = raw.withColumn("expected_delay_ms", F.lit(None).cast("bigint"))
-    if "profile" not in types:
-        raw = raw.withColumn("profile", F.lit(None).cast("string"))
+    for name in ("profile", "client_id"):
+        if name not in types:
+            raw = raw.withColumn(name, F.lit(None).cast("string"))
+    if "seq" not in types:
+        raw = raw.withColumn("seq", F.lit(None).cast("bigint"))
     return raw
 
 
@@ -162,6 +174,9 @@ def _committed(raw):
     return (F.col("kind") == "TX_END") & F.coalesce(F.col("detail")["state"] == "COMMIT_MESSAGE", F.lit(False))
 
 
+CACHE_ORDER = ("m", "m2", "g", "ts_ms", "attempt", "k")
+"""The cache's order within a partition: a (message, group)'s rows in time order, a delivery before its outcome
+before its ack at one time (their kind codes in that order), so the redelivery window reads it as it is."""
 PROFILES_BY_NAME = tuple(sorted(BROKER_PROFILES))
 """The profiles the checks know, in name order: a log naming several is checked as the first."""
 
@@ -187,19 +202,23 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     ids["t"], ids["mg"] = F.when(_is("SEND_OK", "DELIVER"), ids["t"]), F.when(_is("DELIVER", "DLQ"), ids["mg"])
     # the projection comes before the filter (see below): only the rows kept are hashed
     cached = {"k": F.col("k"), "ts_ms": F.col("ts_ms"), **{c: F.when(keep, ids[c]) for c in ("m", "m2", "g", "t", "mg")},
+              # the client of a delivery: a redelivery by the client that had the attempt before it
+              "c": F.when(keep & _is("DELIVER"), F.xxhash64("run_id", "client_id")),
               "seq": F.col("producer_seq"), "attempt": F.col("attempt"), "delay_level": F.col("delay_level"),
               "expected_delay_ms": F.col("expected_delay_ms")}
     # The counts are observed on the rows as numbers: observing the rows as read made Spark copy every
     # string of every row once more (10M events: load 7.1 -> 6.7 s warm).
     observed = Observation("input")
-    metrics = [F.count(F.lit(1)).alias("rows"), F.min("_profile").alias("profile")] + [
+    metrics = [F.count(F.lit(1)).alias("rows"), F.min("_profile").alias("profile"),
+               F.count(F.when((F.col("_problem") == 0) & F.col("k").isin(*[KIND_CODE[k] for k in STATED_KINDS]), 1))
+               .alias("stated"), F.count(F.when(F.col("k") == KIND_CODE["ACK"], 1)).alias("acks")] + [
         F.count(F.when(F.col("_problem") == i + 1, 1)).alias(f"p{i}") for i in range(len(PROBLEMS))]
     partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
     events = (raw.withColumn("k", kind_code).withColumn("_problem", problem)
               .select(*[column.cast("long").alias(name) for name, column in cached.items()], "_problem",
                       profile_code.alias("_profile"))
               .observe(observed, *metrics).filter(keep).drop("_problem", "_profile")
-              .repartition(partitions, "m").sortWithinPartitions("m", "m2", "g", "attempt", "ts_ms").cache())
+              .repartition(partitions, "m").sortWithinPartitions(*CACHE_ORDER).cache())
     try:
         events.count()  # the one scan of the input: builds the cache and the observed counts
         seen = observed.get
@@ -219,7 +238,7 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     if total == bad:
         raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
     return Loaded(events, raw, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons},
-                  _profile_named(raw, seen["profile"]))
+                  _profile_named(raw, seen["profile"]), read_stated(raw, seen["stated"] > 0), seen["acks"] > 0)
 
 
 def _profile_named(raw, code: int | None) -> str | None:
@@ -337,14 +356,15 @@ def _names(raw, examples: list[Examples]) -> dict[tuple[str, Any], tuple[str, st
         return {}
     apply = F.col("kind") == "APPLY"
     ids = _identity_hashes(apply)
-    naming = F.col("kind").isin(*NAMING_KINDS) | _committed(raw)
-    rows = (raw.filter(F.col("ts_ms").isin(times) & naming & F.col("msg_id").isNotNull())
+    naming = (F.col("kind").isin(*NAMING_KINDS) | _committed(raw)) & F.col("msg_id").isNotNull()
+    rows = (raw.filter(F.col("ts_ms").isin(times) & (naming | (F.col("kind") == "CONSUMER_START")))
             .select(apply.alias("apply"), *[ids[c].alias(c) for c in ids], "run_id", "msg_id", "key", "group", "topic",
                     "message_group").distinct().collect())
     names: dict[tuple[str, Any], tuple[str, str]] = {}
     for r in rows:
         kind = "key" if r["apply"] else "msg"
-        names[(kind, (r["m"], r["m2"]))] = (r["run_id"], r["key"] if r["apply"] else r["msg_id"])
+        if r["msg_id"] is not None:
+            names[(kind, (r["m"], r["m2"]))] = (r["run_id"], r["key"] if r["apply"] else r["msg_id"])
         for hashed, named in (("g", "group"), ("t", "topic"), ("mg", "message_group")):
             if r[named] is not None:
                 names[(hashed, r[hashed])] = (r[named], r[named])
@@ -366,8 +386,19 @@ def _cached(ctx, name: str, build: Callable[[], Any]):
 
 
 def sends(e):
-    """SEND_OK rows (in message order, as cached): what the checks compare deliveries with."""
-    return e.filter(_is("SEND_OK")).select("m", "m2", "t", "seq", "delay_level", "ts_ms")
+    """SEND_OK rows (in message order, as cached): what the checks compare deliveries with. A 5.x timed
+    message's SEND_OK carries the wait to its delivery time in ``expected_delay_ms`` (DELAY-08)."""
+    return e.filter(_is("SEND_OK")).select("m", "m2", "t", "seq", "delay_level", "ts_ms", "expected_delay_ms")
+
+
+def _delay_ms(t):
+    """A send's delay (null when none): its level's (DELAY-01, DELAY-02: past the table's end, the last
+    level), else a 5.x timed message's wait to its delivery time (DELAY-08)."""
+    from pyspark.sql import functions as F
+
+    level = F.least(F.col("delay_level"), F.lit(len(t.delay_levels_ms)))
+    return F.coalesce(F.when(F.col("delay_level") > 0, _looked_up(t.delay_levels_ms, level)),
+                      F.when(F.col("expected_delay_ms") > 0, F.col("expected_delay_ms")))
 
 
 def stored_twice(e, ctx):
@@ -401,23 +432,83 @@ def lives(e, ctx):
     return _cached(ctx, "lives", lambda: e.filter(_is("DELIVER", "CONSUME_OK", "DLQ")).groupBy("m", "m2", "g").agg(
         F.count(F.when(deliver, 1)).alias("deliveries"), F.count(F.when(_is("CONSUME_OK"), 1)).alias("successes"),
         F.min(F.when(dlq, F.col("ts_ms"))).alias("dlq_ts"),
+        F.min(F.when(deliver, F.col("ts_ms"))).alias("first_delivery"),
         F.max(F.when(deliver, F.col("ts_ms"))).alias("last_delivery"),
         F.max(F.when(deliver, F.col("attempt"))).alias("last_attempt"),
         F.min(F.when(deliver & (F.col("attempt") == 1), F.col("ts_ms"))).alias("first_attempt_1"),
-        F.max(F.when(deliver, F.col("t"))).alias("t")))
+        F.max(F.when(deliver, F.col("t"))).alias("t"),
+        # one client had every delivery (attempt counts are a client's), and the client of the last one
+        (F.min(F.when(deliver, F.col("c"))) == F.max(F.when(deliver, F.col("c")))).alias("one_client"),
+        F.max_by(F.col("c"), F.when(deliver, F.col("ts_ms"))).alias("last_c")))
 
 
 def redeliveries(e, ctx):
-    """Each delivery beside the one before it for the same (message, group), in (attempt, time) order
-    (a window over the cache in its own order): the retry intervals and the duplicates both read it."""
+    """Each delivery of a (message, group) after its first, beside what the log says of the delivery before it
+    in time: the first delivery's time (``first_ts``), its time, attempt and client (``prev_ts``,
+    ``prev_attempt``, ``prev_c``), how it ended
+    (``prev_outcome``: the kind code of its CONSUME_OK or CONSUME_FAIL, null when its consumer never
+    answered), whether its ack is logged (``prev_acked``), and the wait its client asked for before this
+    attempt (``scheduled_ms``: the RETRY_SCHEDULED of this attempt after the one before). A window over the
+    cache in its own order (``CACHE_ORDER``); the retry intervals and the duplicates both read it.
+
+    In time order, not attempt order: an attempt count is the client's, and a 5.x FIFO message handed to
+    another consumer is counted again from that client's view (RETRY-5X-08)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    w = Window.partitionBy("m", "m2", "g").orderBy("attempt", "ts_ms")
-    return _cached(ctx, "redeliveries", lambda: (
-        e.filter(_is("DELIVER")).select("m", "m2", "g", "mg", "attempt", "ts_ms", "expected_delay_ms")
-        .withColumn("prev_ts", F.lag("ts_ms").over(w)).withColumn("prev_attempt", F.lag("attempt").over(w))
-        .filter(F.col("prev_ts").isNotNull())))
+    before = Window.partitionBy("m", "m2", "g").orderBy("ts_ms", "attempt", "k").rowsBetween(Window.unboundedPreceding, -1)
+    deliver, consumed = _is("DELIVER"), _is("CONSUME_OK", "CONSUME_FAIL")
+
+    def last(test, *columns: str):
+        return F.last(F.when(test, F.struct(*columns)), ignorenulls=True).over(before)
+
+    def build():
+        rows = (e.filter(_is("DELIVER", "CONSUME_OK", "CONSUME_FAIL", "ACK", "RETRY_SCHEDULED"))
+                .select("m", "m2", "g", "mg", "c", "k", "attempt", "ts_ms", "expected_delay_ms",
+                        F.min(F.when(deliver, F.col("ts_ms"))).over(before).alias("first_ts"),
+                        last(deliver, "ts_ms", "attempt", "c").alias("_d"),
+                        last(consumed, "ts_ms", "attempt", "k").alias("_o"),
+                        last(_is("ACK"), "ts_ms", "attempt").alias("_a"),
+                        last(_is("RETRY_SCHEDULED"), "ts_ms", "attempt", "expected_delay_ms").alias("_s"))
+                .filter(deliver & F.col("_d").isNotNull()))
+        prev_ts, prev_attempt = F.col("_d.ts_ms"), F.col("_d.attempt")
+
+        def of_previous(struct: str):  # the row answers the delivery before this one (same attempt, not before it)
+            return (F.col(f"{struct}.ts_ms") >= prev_ts) & F.col(f"{struct}.attempt").eqNullSafe(prev_attempt)
+
+        return rows.select(
+            "m", "m2", "g", "mg", "c", "attempt", "ts_ms", "expected_delay_ms", "first_ts", prev_ts.alias("prev_ts"),
+            prev_attempt.alias("prev_attempt"), F.col("_d.c").alias("prev_c"),
+            F.when(of_previous("_o"), F.col("_o.k")).alias("prev_outcome"),
+            F.coalesce(of_previous("_a"), F.lit(False)).alias("prev_acked"),
+            F.when((F.col("_s.ts_ms") >= prev_ts) & F.col("_s.attempt").eqNullSafe(F.col("attempt")),
+                   F.col("_s.expected_delay_ms")).alias("scheduled_ms"))
+
+    return _cached(ctx, "redeliveries", build)
+
+
+def _with_changed(rows, ctx, since: str, until: str):
+    """``rows`` with ``changed``: whether their group's members changed between ``since`` and ``until``."""
+    from pyspark.sql import functions as F
+
+    if not ctx["stated"].changes():
+        return rows.withColumn("changed", F.lit(False))
+    same, changed = _members_changed(rows, ctx, since, until)
+    return same.withColumn("changed", F.lit(False)).unionByName(changed.withColumn("changed", F.lit(True)))
+
+
+def _members_changed(rows, ctx, since: str, until: str):
+    """``rows`` split into (those of a group whose members did not change between ``since`` and ``until``, those
+    whose did): a consumer of the group started or stopped in between (``consumers.Stated.changes``). Logs that
+    state no consumer: nothing changed."""
+    from pyspark.sql import functions as F
+
+    changes = ctx["stated"].changes()
+    if not changes:
+        return rows, rows.limit(0)
+    table = F.broadcast(ctx["spark"].createDataFrame(changes, "cg long, changed_at long"))
+    test = (F.col("g") == F.col("cg")) & (F.col("changed_at") >= F.col(since)) & (F.col("changed_at") <= F.col(until))
+    return rows.join(table, test, "left_anti"), rows.join(table, test, "left_semi")
 
 
 MSG_AND_GROUP = {"m": "msg", "g": "g"}
@@ -429,30 +520,58 @@ def _at(time: str, ids: dict[str, str]) -> dict[str, str]:
 
 
 def check_no_loss(e, ctx) -> CheckResult:
-    """Every SEND_OK reaches every group subscribed to its topic (delivered at least once)."""
+    """Every SEND_OK reaches every group it is owed to (delivered at least once). Where the log states a
+    group's consumers (``consumers``), a message is owed when one of its push consumers, subscribed to every
+    message of the topic, was up from the send through the run's settle and the message was visible by then
+    (its delay, DELAY-01, DELAY-08); a consumer that left, a simple consumer that stopped receiving, a group
+    that came after the send are owed nothing. Where it does not, every group that received from the topic
+    is taken as subscribed throughout."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     delivered = lives(e, ctx).filter(F.col("deliveries") > 0)
-    # a group is named by its last delivery from the topic, a message and its topic by the send
+    stated = ctx["stated"]
+    sent = sends(e).groupBy("m", "m2", "t").agg(
+        F.min("ts_ms").alias("sent"), F.max(_delay_ms(timing(ctx["profile"]))).alias("delay"))
+    # a group is named by its last delivery from the topic (or its consumer's start), a message and its topic by the send
     subscribed = delivered.groupBy("t", "g").agg(F.max("last_delivery").alias("group_at"))
-    expected = sends(e).groupBy("m", "m2", "t").agg(F.min("ts_ms").alias("sent")).join(F.broadcast(subscribed), "t")
-    missing = expected.join(delivered.select("m", "m2", "g"), ["m", "m2", "g"], "left_anti")
+    if stated.groups:
+        subscribed = subscribed.filter(~F.col("g").isin(*stated.groups))
+    expected = sent.join(F.broadcast(subscribed), "t").select("m", "m2", "t", "g", "sent", "group_at")
+    owed = stated.owed()
+    if owed:
+        table = ctx["spark"].createDataFrame(owed, "ot long, g long, from_ms long, settled_ms long")
+        visible = F.col("sent") + F.coalesce(F.col("delay"), F.lit(0))
+        expected = expected.unionByName(
+            sent.join(F.broadcast(table), (F.col("t") == F.col("ot")) & (F.col("sent") > F.col("from_ms")) &
+                      (visible < F.col("settled_ms")))
+            .select("m", "m2", "t", "g", "sent", F.col("from_ms").alias("group_at")))
+    judged, pairs = Observation(), F.count(F.lit(1)).alias("n")
+    missing = expected.observe(judged, pairs).join(delivered.select("m", "m2", "g"), ["m", "m2", "g"], "left_anti")
     n, ex = _violations(missing, ["m", "m2", "g", "t"], {"m": "msg", "g": "g", "t": "t"},
                         {"m": "sent", "t": "sent", "g": "group_at"}, ["run_id", "msg_id", "topic", "group"])
-    return CheckResult("no_loss", _verdict(n), ["RETRY-CONC-03", "RETRY-5X-06"], {"lost": n}, ex)
+    return CheckResult("no_loss", _verdict(n), ["RETRY-CONC-03", "RETRY-5X-06"],
+                       {"owed": _observed_count(judged, lambda: expected.agg(pairs)), "lost": n}, ex)
 
 
 def check_duplicates(e, ctx) -> CheckResult:
-    """Deliveries a message did not need (at-least-once allows some): another delivery of the attempt the
-    one before it had, or a delivery after an attempt that did not fail (it succeeded, or its consumer died
-    before answering). Those inside a crash window the soak manifest states are counted apart and allowed, and
-    so are those of a message stored twice (``stored_twice``, TX-05)."""
+    """Deliveries a message did not need: a redelivery after a delivery that succeeded (CONSUME_OK), and, in a
+    log that records acks, whose ack the broker took (ACK). At-least-once allows the others: after a failure,
+    after a consumer that died or left before answering, and after a success when the group's members changed
+    since the message's first delivery (a queue handed over from its last committed offset, OFFSET-04); a broadcasting group's clients
+    each get their own copy (RETRY-CONC-05). Those inside a crash window the soak manifest states are counted
+    apart and allowed, and so are those of a message stored twice (``stored_twice``, TX-05)."""
     from pyspark.sql import functions as F
 
-    failed = (e.filter(_is("CONSUME_FAIL")).select("m", "m2", "g", F.col("attempt").alias("prev_attempt"))
-              .distinct().withColumn("prev_failed", F.lit(True)))
-    extra = (redeliveries(e, ctx).join(failed, ["m", "m2", "g", "prev_attempt"], "left")
-             .filter(F.col("attempt").eqNullSafe(F.col("prev_attempt")) | F.col("prev_failed").isNull()))
+    judged = redeliveries(e, ctx)
+    broadcasting = ctx["stated"].broadcasting()
+    if broadcasting:
+        judged = judged.filter(~(F.col("g").isin(*broadcasting) & ~F.col("c").eqNullSafe(F.col("prev_c"))))
+    extra = judged.filter((F.col("prev_outcome") == KIND_CODE["CONSUME_OK"]) &
+                          (F.col("prev_acked") if ctx["acks"] else F.lit(True)))
+    # a change since the message's first delivery: any copy handed out before it may come again (the 4.x
+    # original whose offset a crashed consumer never committed, beside its retry copy)
+    extra, _ = _members_changed(extra, ctx, "first_ts", "ts_ms")
     extra, twice = _apart(extra, stored_twice(e, ctx))
     crash = extra.filter(_in_crash_window(ctx, F.col("ts_ms"))).count() if ctx["crash_windows"] else 0
     counted = extra.filter(~_in_crash_window(ctx, F.col("ts_ms")))
@@ -461,8 +580,8 @@ def check_duplicates(e, ctx) -> CheckResult:
                         shown=lambda dup: dup.groupBy("m", "m2", "g", "attempt").agg(
                             (F.count("*") + 1).alias("n"), F.min("ts_ms").alias("at")))
     verdict = "pass" if n <= ctx["allow_duplicates"] else "fail"
-    return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04"],
-                       {"duplicate_deliveries": n, "allowed": ctx["allow_duplicates"],
+    return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04", "RETRY-CONC-05"],
+                       {"redeliveries": judged.count(), "duplicate_deliveries": n, "allowed": ctx["allow_duplicates"],
                         "crash_window_duplicates": crash, "stored_twice_duplicates": twice}, ex)
 
 
@@ -569,8 +688,13 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                                                                           F.lit(len(g["ladder_ms"]))))
                         if g.get("ladder_ms") else None, F.lit(None).cast("long"))
     is_fifo = F.col("mg").isNotNull()
-    d = (redeliveries(e, ctx).filter(F.col("attempt") == F.col("prev_attempt") + 1)
-         .withColumn("nominal", F.coalesce("expected_delay_ms", ladder, table)).filter(F.col("nominal").isNotNull())
+    after_failure = redeliveries(e, ctx).filter((F.col("attempt") == F.col("prev_attempt") + 1) &
+                                                (F.col("prev_outcome") == KIND_CODE["CONSUME_FAIL"]))
+    d = (_with_changed(after_failure, ctx, "prev_ts", "ts_ms")
+         # lateness is the broker's only when the client that failed the attempt before stayed to take this one
+         .withColumn("judge_late", F.col("c").eqNullSafe(F.col("prev_c")) & ~F.col("changed"))
+         .withColumn("nominal", F.coalesce("scheduled_ms", "expected_delay_ms", ladder, table))
+         .filter(F.col("nominal").isNotNull())
          .withColumn("low", F.col("nominal") + F.when(is_fifo, F.lit(fifo.late_ms)).otherwise(F.lit(standard.late_ms)))
          .withColumn("high", F.col("low") + F.when(is_fifo, F.lit(fifo.slack_ms)).otherwise(F.lit(standard.slack_ms)))
          .withColumn("band", F.col("nominal") * tol.relative + tol.absolute_ms)
@@ -578,13 +702,14 @@ def check_retry_intervals(e, ctx) -> CheckResult:
          .withColumn("crash", _in_crash_window(ctx, F.col("ts_ms"))))
     d, twice = _apart(d, stored_twice(e, ctx))
     judged = d.filter(~F.col("crash"))
-    iv, low, high, band = F.col("interval"), F.col("low"), F.col("high"), F.col("band")
-    fails = (iv < low - band) | (iv > high + band)
-    noisy = ~fails & ((iv < low) | (iv > high))
+    iv, low, high, band, judge_late = F.col("interval"), F.col("low"), F.col("high"), F.col("band"), F.col("judge_late")
+    fails = (iv < low - band) | ((iv > high + band) & judge_late)
+    noisy = ~fails & ((iv < low) | ((iv > high) & judge_late))
     u = F.when(high > low, (iv - low) / (high - low)).otherwise(F.when(iv < low, -1.0).otherwise(2.0))
     stats = judged.groupBy("attempt").agg(
         F.count("*").alias("count"), F.count(F.when(iv < low - band, 1)).alias("early"),
-        F.count(F.when(iv > high + band, 1)).alias("late"), F.count(F.when(noisy, 1)).alias("noisy"),
+        F.count(F.when((iv > high + band) & judge_late, 1)).alias("late"),
+        F.count(F.when((iv > high + band) & ~judge_late, 1)).alias("late_unjudged"), F.count(F.when(noisy, 1)).alias("noisy"),
         F.percentile(iv, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("p"),
         F.min(iv).alias("min"), F.max(iv).alias("max"), F.min(low - band).alias("lo"), F.max(high + band).alias("hi"),
         F.min("low").alias("window_low"), F.max("high").alias("window_high"),
@@ -605,6 +730,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
             "window_ms": [r["window_low"], r["window_high"]], "p50_ms": r["p"][0], "p90_ms": r["p"][1],
             "p99_ms": r["p"][2], "min_ms": r["min"], "max_ms": r["max"], "ks": round(_ks_uniform(ks_bins, a, n), 4),
             "early": r["early"], "late": r["late"], "outside": r["early"] + r["late"], "noisy": r["noisy"],
+            "late_unjudged": r["late_unjudged"],
             "histogram": {"from_ms": edges[a][0], "to_ms": edges[a][1], "counts": histogram.get(a, [])}})
     n_outside = sum(p["outside"] for p in per_attempt)
     n_noisy = sum(p["noisy"] for p in per_attempt)
@@ -617,7 +743,8 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                        ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08", "RETRY-5X-11"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
                         "noise_band": n_noisy, "crash_window_redeliveries": crash,
-                        "stored_twice_redeliveries": twice}, examples,
+                        "stored_twice_redeliveries": twice,
+                        "late_after_handover": sum(p["late_unjudged"] for p in per_attempt)}, examples,
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"],
                         "release": ctx["release"], "time_scale": ctx["time_scale"],
                         "model": {"standard": standard.stated(), "fifo": fifo.stated(),
@@ -659,26 +786,53 @@ def _delivered_after_dlq():
 
 
 def check_nothing_after_dlq(e, ctx) -> CheckResult:
-    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07)."""
-    bad = lives(e, ctx).filter(_delivered_after_dlq())
+    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07), unless the group's
+    members changed since the message's first delivery (counted apart: copies of it were in flight)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen, dead = Observation(), F.count(F.when(F.col("dlq_ts").isNotNull(), 1)).alias("n")
+    after = lives(e, ctx).observe(seen, dead).filter(_delivered_after_dlq())
+    # a change of the group's members since the first delivery leaves copies of a message in flight (a 4.x
+    # retry copy a crashed consumer sent back, beside its original, OFFSET-04): one may come after another's DLQ
+    bad, changed = _members_changed(after, ctx, "first_delivery", "last_delivery")
     n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
                         _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
-    return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"], {"violations": n}, ex)
+    return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"],
+                       {"dead_letters": _observed_count(seen, lambda: lives(e, ctx).agg(dead)), "violations": n,
+                        **({"after_members_changed": changed.count()} if ctx["stated"].groups else {})}, ex)
 
 
 def check_dlq(e, ctx) -> CheckResult:
-    """A message goes to the DLQ exactly after the maximum deliveries, all failed, and only then."""
+    """A message goes to the DLQ exactly after the maximum deliveries, all failed, and only then. The maximum
+    is the one the group's consumers state (``consumers``), else the manifest's or the profile's. The last
+    attempt is judged when one client had every delivery (an attempt count is the client's, RETRY-5X-08), and
+    a maximum reached without a DLQ only when that client was a push consumer up at the run's settle (or the
+    log states no consumer): one that died after its last failure never sent the message back, and a simple
+    consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07)."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     default_max = timing(ctx["profile"]).max_deliveries
+    stated = ctx["stated"]
     max_d = _per_group(ctx, lambda g: F.lit(g["max_deliveries"]) if g.get("max_deliveries") else None,
                        F.lit(default_max))
-    per = lives(e, ctx).filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
+    by_consumers = stated.max_deliveries()
+    if by_consumers:
+        max_d = _case("g", {g: F.lit(m).cast("long") for g, m in by_consumers.items() if m is not None},
+                      max_d)
+        max_d = F.when(F.col("g").isin(*[g for g, m in by_consumers.items() if m is None]), F.lit(None)) \
+            .otherwise(max_d) if any(m is None for m in by_consumers.values()) else max_d
+    stayed = (~F.col("g").isin(*stated.groups) | F.col("last_c").isin(*stated.push_clients_up_at_settle())) \
+        if stated.groups else F.lit(True)
+    seen, dead = Observation(), F.count(F.when(F.col("dlq_ts").isNotNull(), 1)).alias("n")
+    per = lives(e, ctx).observe(seen, dead).filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
     # the last attempt, not the count of deliveries: a consumer that crashed may have taken an attempt the
     # log never saw (RETRY-5X-07: the server dead-letters by the delivery attempt)
     last = F.coalesce(F.col("last_attempt"), F.lit(0))  # a DLQ with no delivery logged is not at the maximum
-    reason = (F.when(F.col("dlq_ts").isNotNull() & (last != max_d), F.lit("DLQ not at the maximum"))
-              .when(F.col("dlq_ts").isNull() & (last >= max_d) & (F.col("successes") == 0),
+    one_client = F.coalesce(F.col("one_client"), F.lit(True))
+    reason = (F.when(F.col("dlq_ts").isNotNull() & one_client & (last != max_d), F.lit("DLQ not at the maximum"))
+              .when(F.col("dlq_ts").isNull() & one_client & stayed & (last >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
     # named by its last delivery, or by its DLQ when it has none
     bad = (per.withColumn("reason", reason).filter(F.col("reason").isNotNull())
@@ -686,14 +840,16 @@ def check_dlq(e, ctx) -> CheckResult:
     n, ex = _violations(bad, ["m", "m2", "g", "deliveries", "dlq_ts", "last_delivery", "reason"], MSG_AND_GROUP,
                         _at("at", MSG_AND_GROUP),
                         ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
-    stated = {name: g["max_deliveries"] for name, g in ctx["groups"].items() if g.get("max_deliveries")}
+    named = {name: g["max_deliveries"] for name, g in ctx["groups"].items() if g.get("max_deliveries")}
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
-                       {"violations": n, "max_deliveries": default_max, **({"per_group": stated} if stated else {})}, ex)
+                       {"dead_letters": _observed_count(seen, lambda: lives(e, ctx).agg(dead)), "violations": n,
+                        "max_deliveries": default_max, **({"per_group": named} if named else {})}, ex)
 
 
 def check_delay_accuracy(e, ctx) -> CheckResult:
-    """A delayed message is not delivered before its level's delay after the send (DELAY-01, DELAY-06): a
-    first delivery earlier than that, by more than the tolerance, is a violation (``early``). A later one is
+    """A delayed message is not delivered before its time (DELAY-01, DELAY-06; a 5.x timed message's time
+    less the timer's rounding, DELAY-08, as ``spec/timing_model.yaml`` states it): a first delivery earlier
+    than that, by more than the tolerance, is a violation (``early``). A later one is
     counted (``late``) but not judged: the broker promises that the message is not visible before its time,
     and a log cannot tell a late broker from a consumer busy with other messages (a generated program on
     the reference delivered a level-3 message 26 s after its send, its group retrying others meanwhile).
@@ -702,13 +858,17 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
-    delayed = (sends(e).filter(F.col("delay_level") > 0)
-               .select("m", "m2", F.col("ts_ms").alias("sent"),
-                       F.least(F.col("delay_level"), F.lit(len(t.delay_levels_ms))).alias("delay_level")))
+    # the earliest a delayed message may come: a level's delay (DELAY-01), a timed message's wait less the
+    # timer wheel's rounding down to its tick (DELAY-08): the timing model's delay-level and timer waits
+    level, timer = (wait_model(name, ctx["release"], ctx["time_scale"]) for name in ("delay-level", "timer"))
+    earliest = F.when(F.col("delay_level") > 0, F.lit(level.late_ms)).otherwise(F.lit(timer.late_ms))
+    delayed = (sends(e).withColumn("delay_ms", _delay_ms(t)).filter(F.col("delay_ms").isNotNull())
+               .select("m", "m2", F.col("ts_ms").alias("sent"), (F.col("delay_ms") + earliest).alias("delay_ms"),
+                       "delay_level"))
     first = (lives(e, ctx).filter(F.col("first_attempt_1").isNotNull())
              .select("m", "m2", "g", F.col("first_attempt_1").alias("first")))
     tol = ctx["tolerance"]
-    d = (delayed.withColumn("delay_ms", _looked_up(t.delay_levels_ms, F.col("delay_level"))).join(first, ["m", "m2"])
+    d = (delayed.join(first, ["m", "m2"])
          .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
     band = F.col("delay_ms") * tol.relative + tol.absolute_ms
     total, delayed_deliveries = Observation(), F.count(F.lit(1)).alias("n")
@@ -716,7 +876,7 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     early = d.observe(total, delayed_deliveries).observe(later, late).filter(F.col("late_by") < -band)
     n, ex = _violations(early, ["m", "m2", "g", "delay_level", "sent", "first", "late_by"], MSG_AND_GROUP,
                         _at("first", MSG_AND_GROUP), ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
-    return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06"],
+    return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06", "DELAY-08"],
                        {"delayed_deliveries": _observed_count(total, lambda: d.agg(delayed_deliveries)), "early": n,
                         "late": _observed_count(later, lambda: d.agg(late))}, ex)
 
@@ -779,6 +939,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         stated = manifest if manifest is not None else read_manifest(path)
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock(),
+               "stated": loaded.stated, "acks": loaded.acks,
                **_manifest_context(spark, stated)}
         try:
             if profile not in BROKER_PROFILES:

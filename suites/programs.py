@@ -231,6 +231,7 @@ def run_program(target: Target, program: Program) -> Run:
     interpreter.set_up()
     results = [interpreter.step(step) for step in program.steps]
     target.settle(SETTLE_MS)
+    target.mark_settled()
     for consumer in interpreter.consumers:
         if not hasattr(consumer, "receive"):
             consumer.shutdown()

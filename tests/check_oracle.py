@@ -52,8 +52,10 @@ def event_logs(draw: st.DrawFn) -> list[Row]:
             first = t.delay_levels_ms[level - 1] if level and draw(st.booleans()) else draw(st.integers(0, 3_000))
             ts, attempt = sent + first, 1
             for k in range(draw(st.sampled_from([0, 1, 2, 3, 16, 17, 18]))):
-                if k and draw(st.integers(0, 4)):  # the attempt before failed, mostly as logged
-                    rows.append(row("CONSUME_FAIL", ts + 1, attempt=attempt, **at))
+                # the attempt before failed (mostly), succeeded, or its consumer never answered
+                outcome = draw(st.sampled_from(["CONSUME_FAIL"] * 6 + ["CONSUME_OK", None])) if k else None
+                if outcome:
+                    rows.append(row(outcome, ts + 1, attempt=attempt, **at))
                 if k and draw(st.integers(0, 9)):
                     attempt += 1
                     wait = t.wait_before(attempt) or 1_000
@@ -79,6 +81,23 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
     life: dict[tuple, list[Row]] = defaultdict(list)  # (run, msg, group) -> its deliveries, successes, DLQs
     for r in of["DELIVER"] + of["CONSUME_OK"] + of["DLQ"]:
         life[(r["run_id"], r["msg_id"], r["group"])].append(r)
+    # (run, msg, group) -> each delivery after its first: (delivery, the delivery before it in time, how that ended)
+    ordered: dict[tuple, list[Row]] = defaultdict(list)
+    for r in of["DELIVER"] + of["CONSUME_OK"] + of["CONSUME_FAIL"]:
+        ordered[(r["run_id"], r["msg_id"], r["group"])].append(r)
+    code = {"DELIVER": 0, "CONSUME_OK": 1, "CONSUME_FAIL": 2}
+    after: dict[tuple, list[tuple[Row, Row, str | None]]] = defaultdict(list)
+    for key, events in ordered.items():
+        prev, outcome = None, None
+        for e in sorted(events, key=lambda e: (e["ts_ms"], e["attempt"], code[e["kind"]])):
+            if e["kind"] != "DELIVER":
+                outcome = e
+                continue
+            if prev is not None:
+                answered = outcome is not None and outcome["ts_ms"] >= prev["ts_ms"] and \
+                    outcome["attempt"] == prev["attempt"]
+                after[key].append((e, prev, outcome["kind"] if answered else None))
+            prev = e
     sends: dict[tuple, Row] = {}
     stores = Counter((r["run_id"], r["msg_id"]) for r in of["SEND_OK"])
     for r in of["SEND_OK"]:
@@ -87,17 +106,16 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
 
     subscribed = {(r["run_id"], r["topic"], r["group"]) for r in of["DELIVER"]}
     delivered = {(r["run_id"], r["msg_id"], r["group"]) for r in of["DELIVER"]}
-    lost = {(run, msg, g) for (run, msg), s in sends.items() for (run2, topic, g) in subscribed
-            if (run2, topic) == (run, s["topic"]) and (run, msg, g) not in delivered}
+    owed = {(run, msg, g) for (run, msg), s in sends.items() for (run2, topic, g) in subscribed
+            if (run2, topic) == (run, s["topic"])}
+    lost = owed - delivered
 
     def extra(counter: Counter) -> int:
         return sum(n - 1 for n in counter.values() if n > 1)
 
-    duplicates = duplicates_twice = 0  # a redelivery of the attempt before it, or after an attempt that did not fail
-    failed = {(r["run_id"], r["msg_id"], r["group"], r["attempt"]) for r in of["CONSUME_FAIL"]}
-    for key, events in life.items():
-        ladder = sorted((e["attempt"], e["ts_ms"]) for e in events if e["kind"] == "DELIVER")
-        n = sum(attempt == prev or (*key, prev) not in failed for (prev, _), (attempt, _) in zip(ladder, ladder[1:]))
+    duplicates = duplicates_twice = 0  # a redelivery after a delivery that succeeded (no acks, no consumers here)
+    for key, pairs in after.items():
+        n = sum(outcome == "CONSUME_OK" for _, _, outcome in pairs)
         if key[:2] in twice:
             duplicates_twice += n
         else:
@@ -119,10 +137,12 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
 
     intervals = outside = noisy = waits_twice = 0
     dlq_bad = after_dlq = 0
-    for key, events in life.items():
-        ladder = sorted((e["attempt"], e["ts_ms"], e["message_group"] is None) for e in events if e["kind"] == "DELIVER")
-        for (prev_attempt, prev_ts, _), (attempt, ts, revived) in zip(ladder, ladder[1:]):
-            wait = t.wait_before(attempt)
+    for key, pairs in after.items():  # a redelivery at the next attempt after a failure
+        for e, prev, outcome in pairs:
+            if outcome != "CONSUME_FAIL":
+                continue
+            attempt, prev_attempt, ts, prev_ts = e["attempt"], prev["attempt"], e["ts_ms"], prev["ts_ms"]
+            revived, wait = e["message_group"] is None, t.wait_before(e["attempt"])
             if attempt == prev_attempt + 1 and wait is not None and key[:2] in twice:
                 waits_twice += 1
             elif attempt == prev_attempt + 1 and wait is not None:
@@ -131,13 +151,17 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
                 band, iv = wait * tol.relative + tol.absolute_ms, ts - prev_ts
                 bad = iv < low - band or iv > high + band
                 intervals, outside, noisy = intervals + 1, outside + bad, noisy + (not bad and not low <= iv <= high)
+    dead_letters = 0
+    for key, events in life.items():
+        ladder = sorted((e["attempt"], e["ts_ms"]) for e in events if e["kind"] == "DELIVER")
         dlqs = [e["ts_ms"] for e in events if e["kind"] == "DLQ"]
-        dlq, last = (min(dlqs) if dlqs else None), max((ts for _, ts, _ in ladder), default=None)
+        dead_letters += bool(dlqs)
+        dlq, last = (min(dlqs) if dlqs else None), max((ts for _, ts in ladder), default=None)
         if dlq is not None and last is not None and last > dlq:
             after_dlq += 1
             continue
         successes = sum(e["kind"] == "CONSUME_OK" for e in events)
-        last_attempt = max((a for a, _, _ in ladder), default=None)  # the server dead-letters by attempt
+        last_attempt = max((a for a, _ in ladder), default=None)  # the server dead-letters by attempt
         dlq_bad += (dlq is not None and last_attempt != t.max_deliveries) or (
             dlq is None and last_attempt is not None and last_attempt >= t.max_deliveries and successes == 0)
 
@@ -154,10 +178,13 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
                 early, late = early + (late_by < -band), late + (late_by > band)
 
     # no manifest states crash windows here: nothing is counted apart
-    return {"no_loss": {"lost": len(lost)}, "duplicates": {"duplicate_deliveries": duplicates, "crash_window_duplicates": 0,
-                                                          "stored_twice_duplicates": duplicates_twice},
+    return {"no_loss": {"owed": len(owed), "lost": len(lost)},
+            "duplicates": {"redeliveries": sum(len(p) for p in after.values()), "duplicate_deliveries": duplicates,
+                           "crash_window_duplicates": 0, "stored_twice_duplicates": duplicates_twice},
             "exactly_once": {"extra_applies": applies}, "order": {"violations": disorder},
             "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy,
-                                "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice},
-            "dlq_at_max": {"violations": dlq_bad}, "nothing_after_dlq": {"violations": after_dlq},
+                                "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice,
+                                "late_after_handover": 0},
+            "dlq_at_max": {"dead_letters": dead_letters, "violations": dlq_bad},
+            "nothing_after_dlq": {"dead_letters": dead_letters, "violations": after_dlq},
             "delay_accuracy": {"delayed_deliveries": delayed, "early": early, "late": late}}

@@ -209,15 +209,34 @@ def test_a_consumer_killed_and_restarted_mid_soak_loses_nothing_and_its_duplicat
     assert v["no_loss"]["verdict"] == "pass", v["no_loss"]["counterexamples"]
     assert v["exactly_once"]["verdict"] == "pass"  # the restarted consumer knows what its predecessor applied
     assert v["duplicates"]["verdict"] == "pass", v["duplicates"]["counts"]
-    assert v["duplicates"]["counts"]["crash_window_duplicates"] > 0
     assert v["duplicates"]["counts"]["duplicate_deliveries"] == 0
-    # without the manifest's crash window the same redeliveries are duplicates
+    # The kill and the scale-down handed messages out again that a consumer took and never answered, or answered
+    # with a success the log saw no ack of (it died first, or before it logged it): at-least-once allows those
+    # (issue 36: a redelivery is a duplicate only after an acked success), with the manifest's crash windows or
+    # without them.
+    assert redelivered_after_no_ack(rows_of(out)) > 0
     bare = tmp_path / "bare"
     shutil.copytree(out, bare)
     (bare / MANIFEST).write_text(json.dumps({**manifest, "crash_windows": []}))
     unexplained = verdicts(run_checks(spark, str(bare)))["duplicates"]
-    assert unexplained["verdict"] == "fail"
-    assert unexplained["counts"]["duplicate_deliveries"] == v["duplicates"]["counts"]["crash_window_duplicates"]
+    assert unexplained["verdict"] == "pass" and unexplained["counts"]["duplicate_deliveries"] == 0, unexplained
+
+
+def redelivered_after_no_ack(rows: list[dict]) -> int:
+    """Deliveries that follow, in time, a delivery of the same message and group that neither failed nor had
+    its ack logged."""
+    lives: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["kind"] in ("DELIVER", "CONSUME_FAIL", "ACK") and r["msg_id"] and r["group"]:
+            lives.setdefault((r["msg_id"], r["group"]), []).append(r)
+    n = 0
+    for events in lives.values():
+        open_delivery = False  # a delivery neither failed nor acked so far
+        for r in sorted(events, key=lambda r: (r["ts_ms"], r["seq"])):
+            if r["kind"] == "DELIVER":
+                n += open_delivery
+            open_delivery = r["kind"] == "DELIVER"
+    return n
 
 
 def test_a_soak_killed_with_sigkill_leaves_a_log_rmqc_check_reads(spark, tmp_path):

@@ -115,8 +115,9 @@ def test_counts_where_spark_drops_the_observing_node(spark, tmp_path):
 def test_a_transaction_committed_again_by_a_check_is_two_stores_not_a_duplicate(spark, tmp_path, second_commit):
     """From 5.1.0 a check can commit a half its producer already committed, before the batched op message
     is written (TX-05): the message is stored twice and delivered twice, each copy at attempt 1, the second
-    copy's delivery falling between the first copy's attempts (as the 5.1.4 soak logged them). With both commits in the log the duplicates and
-    the waits are counted apart; with one commit the same deliveries are a duplicate (the check still bites)."""
+    copy's delivery falling between the first copy's attempts (as the 5.1.4 soak logged them). With both commits in
+    the log the duplicate is counted apart; with one commit the same deliveries are a duplicate (the check still
+    bites). Either way no wait is judged: in time order the attempt-2 delivery follows a success."""
     def r(kind, ts, detail=None, **kw):
         return {**row(kind, ts, **kw), "detail": detail}
 
@@ -133,11 +134,10 @@ def test_a_transaction_committed_again_by_a_check_is_two_stores_not_a_duplicate(
     if second_commit:
         assert checks["duplicates"]["verdict"] == "pass" and checks["no_loss"]["verdict"] == "pass"
         assert (duplicates["duplicate_deliveries"], duplicates["stored_twice_duplicates"]) == (0, 1)
-        assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (0, 1)
     else:
         assert checks["duplicates"]["verdict"] == "fail"
         assert (duplicates["duplicate_deliveries"], duplicates["stored_twice_duplicates"]) == (1, 0)
-        assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (1, 0)
+    assert (waits["intervals"], waits["stored_twice_redeliveries"]) == (0, 0)
 
 
 @pytest.mark.spec("DELAY-01", "DELAY-06")

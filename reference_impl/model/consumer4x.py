@@ -16,6 +16,7 @@ from ..rules import codes, cpp4x, orderly4x, retry4x, sql92
 from ..rules import filter as filter_rules
 from ..rules import offsets as offset_rules
 from ..rules.codes import RocketMQError
+from ..rules.primitives import INT_MAX
 from .broker import Message
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class PushConsumer4x:
         self.suspend_ms = suspend_ms
         self.delay_level_when_next_consume = delay_level_when_next_consume
         self.subscriptions = retry4x.push_subscriptions(group, topic, expression, broadcasting)
+        self.expression = expression
         self.expression_type = expression_type
         if expression_type == "SQL92":
             code, remark = filter_rules.sql_subscription_check(expression, sim.broker.enable_property_filter,
@@ -71,9 +73,28 @@ class PushConsumer4x:
     def start(self) -> None:
         self.running = True
         self.started_ms = self.sim.clock.now_ms
+        self.sim.emit("CONSUMER_START", topic=self.topic, group=self.group, client_id=self.client_id,
+                      attempt=self.max_deliveries(), detail={
+                          "consumer": "push", "mode": "broadcasting" if self.broadcasting else "clustering",
+                          "orderly": str(self.orderly).lower(), "expression": self.expression})
         for topic in self.subscriptions:
             self.sim.broker.on_arrival(topic, self.pump)
         self.sim.join(self)
+
+    def max_deliveries(self) -> int | None:
+        """The most deliveries of one message this client makes before it is dead-lettered: the effective
+        maxReconsumeTimes + 1 (RETRY-CONC-06; orderly ORDER-4X-03; the C++ client SDK-CPP-01, whose orderly
+        retries never end, SDK-CPP-03). None where there is no such end: broadcasting drops a failure
+        (RETRY-CONC-05), and an orderly -1 is Integer.MAX_VALUE."""
+        if self.broadcasting or (self.orderly and self.sdk == cpp4x.SDK):
+            return None
+        if self.orderly:
+            limit = orderly4x.orderly_max_reconsume_times(self.max_reconsume_times)
+        elif self.sdk == cpp4x.SDK:
+            limit = cpp4x.max_reconsume_times(self.max_reconsume_times)
+        else:
+            limit = retry4x.effective_max_reconsume_times(self.max_reconsume_times, orderly=False)
+        return None if limit >= INT_MAX else limit + 1
 
     def shutdown(self) -> None:
         """Clean shutdown: persist every offset, unregister, the group rebalances at once (OFFSET-04)."""
@@ -81,6 +102,8 @@ class PushConsumer4x:
             self._persist(key, self.offsets.get(key))
         self.running = False
         self.sim.broker.remove_arrival(self.pump)
+        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
+                      detail={"how": "shutdown"})
         self.sim.leave(self)
 
     def crash(self) -> None:
@@ -94,6 +117,8 @@ class PushConsumer4x:
         self.crashed = True
         self.sim.broker.remove_arrival(self.pump)
         self.sim.emit("REBALANCE", group=self.group, client_id=self.client_id, detail={"crashed": "true"})
+        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
+                      detail={"how": "crash"})
         self.sim.clock.call_at(offset_rules.crash_detected_at(now), lambda: self.sim.leave(self))
 
     def all_queues(self) -> list[QueueKey]:
@@ -228,6 +253,10 @@ class PushConsumer4x:
             self._pending_local.setdefault(key, set()).add(message.queue_offset)
             wait = cpp4x.after_failed_send_back(reconsume_times)[0] if self.sdk == cpp4x.SDK \
                 else retry4x.LOCAL_RESUBMIT_DELAY_MS
+            # the client's own wait before it consumes the message again (RETRY-CONC-03; the C++ client's, SDK-CPP-02)
+            self.sim.emit("RETRY_SCHEDULED", topic=view.topic, group=self.group, client_id=self.client_id,
+                          msg_id=view.msg_id, key=view.key, attempt=view.delivery_attempt + 1, expected_delay_ms=wait,
+                          detail={"via": "local_resubmit"})
             self.sim.clock.call_later(wait,
                                       lambda: self._local_resubmit(key, message, reconsume_times + 1))
         # ProcessQueue#removeMessage (RETRY-CONC-03): the first offset the process queue still holds, or

@@ -26,6 +26,16 @@ def _view(flight: InFlight, attempt: int) -> MessageView:
                        m.queue_id, m.queue_offset, m.topic, m.message_group, dict(m.properties), flight.receipt)
 
 
+def announce_start(sim: "Simulation", group: str, topic: str, client_id: str, consumer: str, expression: str) -> None:
+    """The CONSUMER_START of a 5.x consumer: its attempt is the group's maxDeliveryAttempts the server gives
+    every consumer of the group (RETRY-5X-01, RETRY-5X-07); a FIFO group's consumers are orderly (RETRY-5X-08)."""
+    group_state = sim.broker.group(group)
+    sim.emit("CONSUMER_START", topic=topic, group=group, client_id=client_id,
+             attempt=group_state.settings().backoff.max_attempts,
+             detail={"consumer": consumer, "mode": "clustering", "orderly": str(group_state.fifo).lower(),
+                     "expression": expression})
+
+
 class SimpleConsumer5x:
     """Explicit receive / ack / change-invisible-duration (RETRY-5X-06, -07, -09)."""
 
@@ -33,6 +43,7 @@ class SimpleConsumer5x:
         self.sim, self.group, self.topic, self.client_id = sim, group, topic, client_id
         self._attempts = itertools.count(1)
         self.tags = filter_rules.parse_tag_expression(expression).tags
+        announce_start(sim, group, topic, client_id, "simple", expression)
 
     def receive(self, max_messages: int = 16, invisible_ms: int = 30_000) -> list[MessageView]:
         invisible = retry5x.receive_invisible_ms(invisible_ms, auto_renew=False)
@@ -66,6 +77,7 @@ class PushConsumer5x:
                  sdk: retry5x.Sdk = "java", expression: str = "*") -> None:
         self.sim, self.group, self.topic, self.listener, self.client_id = sim, group, topic, listener, client_id
         self.sdk = sdk
+        self.expression = expression
         self.running = False
         self._attempt_ids = itertools.count(1)
         self.tags = filter_rules.parse_tag_expression(expression).tags
@@ -81,6 +93,7 @@ class PushConsumer5x:
 
     def start(self) -> None:
         self.running = True
+        announce_start(self.sim, self.group, self.topic, self.client_id, "push", self.expression)
         self.sim.broker.heartbeating.add(self.client_id)
         self._polls = itertools.count(1)
         self._poll = 0
@@ -94,12 +107,18 @@ class PushConsumer5x:
         """Stop, then ``NotifyClientTermination`` as the SDKs' shutdown does: the proxy clears the handles it
         still renews for this client at once (RETRY-5X-09), a FIFO message waiting for a local retry among them."""
         self._stop()
+        self._announce_stop("shutdown")
         self.sim.broker.client_gone(self.client_id)
 
     def crash(self) -> None:
         """Die without a word: the proxy clears what the client held once it is idle past the channel expiry
         (RETRY-5X-09)."""
         self._stop()
+        self._announce_stop("crash")
+
+    def _announce_stop(self, how: str) -> None:
+        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
+                      detail={"how": how})
 
     def _stop(self) -> None:
         """No more receives, heartbeats or local retries."""

@@ -197,7 +197,9 @@ class Producer:
             raise RocketMQError(code, message)
         status = trace.status
         assert last is not None
-        sim.emit("SEND_OK", **common, attempt=len(attempts), queue_id=last.queue_id,
+        # a timed message's SEND_OK carries the wait its client asked for (DELAY-08): what the checks judge it by
+        timed = None if delivery_timestamp_ms is None else max(0, delivery_timestamp_ms - sim.clock.now_ms) or None
+        sim.emit("SEND_OK", **common, attempt=len(attempts), queue_id=last.queue_id, expected_delay_ms=timed,
                  queue_offset=last.queue_offset if last.topic == topic else None,
                  detail={**detail, "status": status, "stored_topic": last.topic, "broker": stored[-1][0].broker_name,
                          "duplicates": len(stored) - 1})
