@@ -35,6 +35,25 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def shuffle_and_spill(event_log_dir: Path) -> dict[str, int]:
+    """Bytes the application's tasks wrote to shuffles and spilled (memory and disk), summed over the Spark
+    event log's task-end records (``spark.eventLog.enabled``): what a cluster's network and disks would carry."""
+    import json
+
+    totals = {"shuffle_write_bytes": 0, "shuffle_read_bytes": 0, "memory_spilled_bytes": 0, "disk_spilled_bytes": 0}
+    for file in event_log_dir.iterdir():
+        for line in file.read_text(errors="replace").splitlines():
+            if '"SparkListenerTaskEnd"' not in line:
+                continue
+            metrics = json.loads(line).get("Task Metrics") or {}
+            write, read = metrics.get("Shuffle Write Metrics") or {}, metrics.get("Shuffle Read Metrics") or {}
+            totals["shuffle_write_bytes"] += int(write.get("Shuffle Bytes Written", 0))
+            totals["shuffle_read_bytes"] += int(read.get("Remote Bytes Read", 0)) + int(read.get("Local Bytes Read", 0))
+            totals["memory_spilled_bytes"] += int(metrics.get("Memory Bytes Spilled", 0))
+            totals["disk_spilled_bytes"] += int(metrics.get("Disk Bytes Spilled", 0))
+    return totals
+
+
 def _agree(spark_check: dict, peer: dict) -> tuple[bool, str]:
     """Whether DuckDB's outputs for a check equal Spark's: verdict, counts, how many counterexamples, and the
     per-attempt retry statistics (percentiles to 1e-9 relative: both interpolate in floating point)."""
@@ -63,6 +82,8 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--runs", type=int, default=3, help="runs of both engines; the first is cold, the rest warm")
     parser.add_argument("--skip-duckdb", action="store_true", help="only time Spark (for logs DuckDB would need too much memory for)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (with shuffle and spill bytes from Spark's event log)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -72,7 +93,10 @@ def main() -> int:
         sim = simulate(args.events, folder, seed=3, faults=FAULTS)
         print(f"simulated {sim['events']:,} events in {sim['seconds']} s ({sim['events'] / sim['seconds']:,.0f} events/s)")
     started = time.perf_counter()
-    spark = spark_session(args.master, args.driver_memory)
+    event_log = Path(tempfile.mkdtemp(prefix="rmqc-spark-events-")) if args.json else None
+    spark = spark_session(args.master, args.driver_memory, conf={"spark.eventLog.enabled": "true",
+                                                                 "spark.eventLog.dir": f"file://{event_log}"}
+                          if event_log else None)
     # A new JVM's first query loads the SQL engine's own classes (about 3 s here, whatever the input); it is
     # counted with the session's start, which is not timed, like DuckDB's connect.
     spark.range(4).selectExpr("id % 2 AS x").groupBy("x").count().collect()
@@ -88,7 +112,7 @@ def main() -> int:
     spark_s, duck_s = [], []
     for run in range(args.runs):  # run 0 is cold (a new JVM compiles as it goes); later runs are warm
         started = time.perf_counter()
-        spark_result = run_checks(spark, str(folder))
+        spark_result = run_checks(spark, str(folder), progress=lambda line: print(f"  spark run {run}: {line}", flush=True))
         spark_s.append(time.perf_counter() - started)
         if con is not None:
             started = time.perf_counter()
@@ -119,7 +143,17 @@ def main() -> int:
         print(line)
     if con is not None:
         print(f"verdicts, counts, counterexamples and per-attempt count / p50 / p99 identical: {same}")
-    print(f"Spark driver peak RSS {peak_rss_mb(jvm_pid):,.0f} MB (spark.driver.memory {args.driver_memory})")
+    peak = peak_rss_mb(jvm_pid)
+    print(f"Spark driver peak RSS {peak:,.0f} MB (spark.driver.memory {args.driver_memory})")
+    if args.json:
+        import json
+
+        spark.stop()  # the event log is complete once the application ends
+        figures = {"rows": rows, "spark_s": spark_s, "duckdb_s": duck_s, "peak_rss_mb": round(peak),
+                   "driver_memory": args.driver_memory, **shuffle_and_spill(event_log)}
+        args.json.write_text(json.dumps(figures, indent=2))
+        print(f"shuffle written {figures['shuffle_write_bytes']:,} B, spilled {figures['disk_spilled_bytes']:,} B to disk")
+        shutil.rmtree(event_log, ignore_errors=True)
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0 if same else 1

@@ -16,6 +16,10 @@ from .events import Event
 from .parquet import write_parquet
 
 PART = "part-{:06d}.parquet"
+COMPACTED = "compacted-{:06d}.parquet"
+COMPACTED_ROWS = 1_000_000
+"""Rows a compacted file holds at most: the size of a simulated log's files, so a compacted soak log reads in
+as many splits as a simulated log of its size (issue 36)."""
 
 
 class RollingParquetWriter:
@@ -25,7 +29,7 @@ class RollingParquetWriter:
     def __init__(self, folder: Path, roll_s: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        existing = sorted(self.folder.glob("part-*.parquet"))
+        existing = sorted([*self.folder.glob("part-*.parquet"), *self.folder.glob("compacted-*.parquet")])
         if existing:
             raise FileExistsError(f"{self.folder} already holds an event log ({len(existing)} parts); "
                                   "give another --out or remove it")
@@ -65,6 +69,48 @@ class RollingParquetWriter:
 
     def close(self) -> int:
         return self.roll()
+
+    def compact(self) -> int:
+        """Merge the parts into files of at most ``COMPACTED_ROWS`` rows, in order, then remove the parts; the
+        number of files written. A soak rolls a part every few seconds: a long one leaves thousands of small
+        files, each a task and a footer for every check (issue 36: a soak log is to check no slower than a
+        simulated log of its size). Each file is written under a hidden name and renamed into place, and the parts
+        are removed after the last: a reader in those few milliseconds sees an event twice, never misses one."""
+        import pyarrow.parquet as pq
+
+        with self._lock:
+            parts = [self.folder / PART.format(n) for n in range(1, self._parts + 1)]
+            parts = [p for p in parts if p.exists()]
+            if len(parts) <= 1:
+                return 0
+            written: list[Path] = []
+            writer, rows, temporary = None, 0, None
+
+            def finish() -> None:
+                nonlocal writer, temporary
+                if writer is not None and temporary is not None:
+                    writer.close()
+                    final = self.folder / COMPACTED.format(len(written) + 1)
+                    os.replace(temporary, final)
+                    written.append(final)
+                writer, temporary = None, None
+
+            for part in parts:
+                table = pq.read_table(part)
+                start = 0
+                while start < table.num_rows:
+                    if writer is None:
+                        temporary = self.folder / f".{COMPACTED.format(len(written) + 1)}.tmp"
+                        writer, rows = pq.ParquetWriter(temporary, table.schema), 0
+                    take = min(COMPACTED_ROWS - rows, table.num_rows - start)
+                    writer.write_table(table.slice(start, take))
+                    rows, start = rows + take, start + take
+                    if rows >= COMPACTED_ROWS:
+                        finish()
+            finish()
+            for part in parts:
+                part.unlink()
+            return len(written)
 
     @property
     def parts(self) -> int:

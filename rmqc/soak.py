@@ -62,6 +62,7 @@ class SoakStats:
     events: int = 0
     kills: int = 0
     unreadable_lines: int = 0  # a consumer process's lines that could not be logged (see its _consumer-*.log)
+    compacted_files: int = 0  # the files the log's parts were merged into when the soak ended
     finished: dict[str, int] = field(default_factory=dict)  # group -> messages acked or dead-lettered
 
 
@@ -473,13 +474,16 @@ class Soak:
         collector.join()
         self.collect()
         self.log.close()
+        parts = self.log.parts
+        self.stats.compacted_files = self.log.compact()
         self.write_manifest()
         self.store.close()
         if progress is not None:
             for error in self._simple_errors[:5]:
                 progress.write(f"\nrmqc soak: {error}")
             progress.write(f"\nrmqc soak: sent {self.stats.sent} ({self.stats.send_failed} failed), "
-                           f"{self.log.written} events in {self.log.parts} parts, {self.in_flight()} unfinished, "
+                           f"{self.log.written} events in {parts} parts (compacted into "
+                           f"{self.stats.compacted_files or parts} files), {self.in_flight()} unfinished, "
                            f"{clock() - started:.0f} s\n")
         return self.stats
 

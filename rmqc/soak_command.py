@@ -30,11 +30,11 @@ def parse_duration(text: str) -> float:
 def load_workload(path: Path | None) -> Any:
     """The workload file, validated against ``spec/schemas/soak-workload.schema.json``; an error names the
     file, the line and the entry."""
-    from rmqc.soak_plan import FaultPlan, GroupPlan, ProducerPlan, Workload
+    from rmqc.soak_plan import FaultPlan, GroupPlan, ProducerPlan, Workload, default_workload
     from spec.loader import SpecError, load_yaml_validated
 
     if path is None:
-        return Workload()
+        return default_workload()
     try:
         data, _ = load_yaml_validated(path, "soak-workload.schema.json", id_key="group")
     except SpecError as exc:
@@ -54,11 +54,24 @@ def load_workload(path: Path | None) -> Any:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("soak", help="drive a target for a long time and log what its clients saw (rolled Parquet)")
+    parser = sub.add_parser(
+        "soak", help="drive a target for a long time and log what its clients saw (rolled Parquet)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Drive a 5.x target with real clients and log what they saw, for rmqc check.",
+        epilog="Without --workload the soak runs a workload that gives every check of rmqc check something to\n"
+               "judge (about 10,000 events a minute against rmqc serve):\n"
+               "  normal messages 20/s to SoakG (push, 30% of deliveries fail: retries on a 1/2/3 s ladder\n"
+               "    set on the broker, the DLQ after 4 deliveries) and SoakS (a simple consumer, 20% fail);\n"
+               "  FIFO messages 6/s in 4 message groups to SoakF (20% fail, local retries);\n"
+               "  timed messages 3/s, 5 s ahead, to SoakD;\n"
+               "  transactions 4/s (15% rolled back, 15% left to the server's check) to SoakX;\n"
+               "  every group idempotent (APPLY once per key).\n"
+               "A workload file (spec/schemas/soak-workload.schema.json) states its own.")
     parser.add_argument("--target", required=True, help=USAGE)
     parser.add_argument("--duration", type=parse_duration, required=True, help="wall time to send for: 60, 90s, 10m, 2h")
     parser.add_argument("--out", type=Path, required=True, help="the log's folder (Parquet parts)")
-    parser.add_argument("--workload", type=Path, default=None, help="YAML (spec/schemas/soak-workload.schema.json)")
+    parser.add_argument("--workload", type=Path, default=None,
+                        help="YAML (spec/schemas/soak-workload.schema.json); without it, the workload below")
     parser.add_argument("--max-messages", type=int, default=None, help="stop sending after this many messages")
     parser.add_argument("--max-events", type=int, default=None, help="stop sending once this many events are logged")
     parser.add_argument("--roll-s", type=float, default=2.0, help="seconds between two parts of the log")

@@ -587,20 +587,24 @@ def check_duplicates(e, ctx) -> CheckResult:
 
 def check_exactly_once(e, ctx) -> CheckResult:
     """APPLY once per key per group (the idempotent consumer of seed 004)."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    dup = (e.filter(_is("APPLY")).groupBy("m", "m2", "g").agg(F.count("*").alias("n"), F.min("ts_ms").alias("at"))
+    seen, applies = Observation(), F.count(F.lit(1)).alias("n")
+    rows = e.filter(_is("APPLY"))
+    dup = (rows.observe(seen, applies).groupBy("m", "m2", "g").agg(F.count("*").alias("n"), F.min("ts_ms").alias("at"))
            .filter(F.col("n") > 1))
     ids = {"m": "key", "g": "g"}
     extra, ex = _violations(dup, ["m", "m2", "g", "n"], ids, _at("at", ids), ["run_id", "group", "key", "n"],
                             F.col("n") - 1)
-    return CheckResult("exactly_once", _verdict(extra), ["CLAIM-05"], {"extra_applies": extra}, ex)
+    return CheckResult("exactly_once", _verdict(extra), ["CLAIM-05"],
+                       {"applies": _observed_count(seen, lambda: rows.agg(applies)), "extra_applies": extra}, ex)
 
 
 def check_order(e, ctx) -> CheckResult:
     """Per (group, message_group): first deliveries follow the send order, and a message is not delivered
     before the previous one has finished (FIFO blocking)."""
-    from pyspark.sql import Window
+    from pyspark.sql import Observation, Window
     from pyspark.sql import functions as F
 
     per_msg = (e.filter(_is("DELIVER", "DLQ") & F.col("mg").isNotNull()).groupBy("m", "m2", "g", "mg")
@@ -609,13 +613,15 @@ def check_order(e, ctx) -> CheckResult:
     pairs = (per_msg.join(sends(e).select("m", "m2", "seq"), ["m", "m2"])
              .withColumn("prev_first", F.lag("first").over(w)).withColumn("prev_done", F.lag("done").over(w))
              .withColumn("prev", F.lag("m").over(w)).withColumn("prev2", F.lag("m2").over(w)))
-    bad = pairs.filter(F.col("prev_first").isNotNull() & ((F.col("first") < F.col("prev_first")) |
+    seen, judged = Observation(), F.count(F.when(F.col("prev_first").isNotNull(), 1)).alias("n")
+    bad = pairs.observe(seen, judged).filter(F.col("prev_first").isNotNull() & ((F.col("first") < F.col("prev_first")) |
                                                           (F.col("first") < F.col("prev_done"))))
     n, ex = _violations(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
                         {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
                         {"g": "first", "mg": "first", "m": "first", "prev": "prev_first"},
                         ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"])
-    return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"], {"violations": n}, ex)
+    return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"],
+                       {"pairs": _observed_count(seen, lambda: pairs.agg(judged)), "violations": n}, ex)
 
 
 def _looked_up(table: tuple[int, ...] | list[int], place):

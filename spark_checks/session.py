@@ -80,7 +80,10 @@ def _jvm_stderr_filtered() -> Iterator[None]:
         os.close(saved)
 
 
-def spark_session(master: str = "local[2]", driver_memory: str | None = None, app: str = "rmqc-check"):
+def spark_session(master: str = "local[2]", driver_memory: str | None = None, app: str = "rmqc-check",
+                  conf: dict[str, str] | None = None):
+    """The process's SparkSession (made on the first call; later calls return it). ``conf``: more settings
+    (the benchmark's event log)."""
     global _SESSION
     if _SESSION is not None:
         return _SESSION
@@ -102,6 +105,8 @@ def spark_session(master: str = "local[2]", driver_memory: str | None = None, ap
                .config("spark.driver.bindAddress", "127.0.0.1"))
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     with _jvm_stderr_filtered():
         _SESSION = builder.getOrCreate()
     _SESSION.sparkContext.setLogLevel("ERROR")

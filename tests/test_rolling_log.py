@@ -54,6 +54,30 @@ while True:
 """
 
 
+def test_compaction_merges_the_parts_in_order_into_files_of_a_bounded_size(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A soak's many small parts become a few files of at most COMPACTED_ROWS rows, every event once and in order;
+    nothing hidden is left behind, and the folder is still taken for a log."""
+    import history.rolling as rolling
+
+    monkeypatch.setattr(rolling, "COMPACTED_ROWS", 4)
+    writer = RollingParquetWriter(tmp_path / "log", roll_s=0.0)
+    for i in range(11):
+        writer.append(_event(i))
+        if i % 3 == 2:
+            writer.roll()
+    writer.close()
+    assert writer.parts == 4
+    assert writer.compact() == 3  # 11 rows: 4 + 4 + 3
+    files = sorted((tmp_path / "log").iterdir())
+    assert [f.name for f in files] == ["compacted-000001.parquet", "compacted-000002.parquet", "compacted-000003.parquet"]
+    assert [pq.read_metadata(f).num_rows for f in files] == [4, 4, 3]
+    keys = [k for f in files for k in pq.read_table(f).column("key").to_pylist()]
+    assert keys == [f"k{i}" for i in range(11)]
+    with pytest.raises(FileExistsError, match="already holds an event log"):
+        RollingParquetWriter(tmp_path / "log")
+
+
 def test_a_writer_killed_with_sigkill_leaves_a_readable_log(tmp_path: Path) -> None:
     folder = tmp_path / "log"
     child = subprocess.Popen([sys.executable, "-c", WRITER, str(folder)], cwd=ROOT, stdout=subprocess.PIPE, text=True,

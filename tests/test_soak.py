@@ -27,19 +27,6 @@ from spark_checks.timing_model import wait_model
 pytestmark = pytest.mark.spec("RETRY-5X-01", "RETRY-5X-06", "RETRY-5X-08", "RETRY-5X-09", "RETRY-5X-11",
                               "CLAIM-05", "FIFO-01")
 
-SOAK_WORKLOAD = """
-seed: 11
-tick_ms: 100
-producers:
-- {kind: normal, rate_per_s: 20}
-- {kind: fifo, rate_per_s: 6, message_groups: 4}
-- {kind: transactional, rate_per_s: 4, rollback_fraction: 0.15, unknown_fraction: 0.15}
-groups:
-- {group: SoakG, topic: SoakT, failure_probability: 0.3, retry_max_times: 3, retry_ladder_ms: [1000, 2000, 3000]}
-- {group: SoakF, topic: SoakFifoT, failure_probability: 0.2, retry_max_times: 3, retry_ladder_ms: [2000, 2000, 3000]}
-- {group: SoakS, topic: SoakT, kind: simple, failure_probability: 0.2, retry_max_times: 2, retry_ladder_ms: [1000, 2000]}
-- {group: SoakX, topic: SoakTxT, failure_probability: 0.1, retry_max_times: 2, retry_ladder_ms: [1000, 2000]}
-"""
 RESTART_WORKLOAD = """
 seed: 5
 tick_ms: 100
@@ -54,13 +41,16 @@ faults:
 """
 
 
-def soak(target: str, out: Path, workload: str, duration_s: float, *extra: str,
+def soak(target: str, out: Path, workload: str | None, duration_s: float, *extra: str,
          timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    file = out.parent / f"{out.name}.yaml"
-    file.write_text(workload)
+    """``rmqc soak`` with ``workload`` (YAML text) or, for None, with no workload file (its default)."""
+    given: list[str] = []
+    if workload is not None:
+        file = out.parent / f"{out.name}.yaml"
+        file.write_text(workload)
+        given = ["--workload", str(file)]
     return subprocess.run([sys.executable, "-m", "rmqc.cli", "soak", "--target", target, "--duration", str(duration_s),
-                           "--out", str(out), "--workload", str(file), *extra], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+                           "--out", str(out), *given, *extra], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +63,12 @@ def spark():
 
 @pytest.fixture(scope="module")
 def soak_log(tmp_path_factory) -> Path:
-    """60 s of sends at time scale 1, then the soak waits for every message to finish."""
+    """``rmqc soak --duration 60`` with no workload file (its default) against ``rmqc serve`` at time scale 1
+    (both as a user first runs them), then the soak waits for every message to finish."""
     out = tmp_path_factory.mktemp("soak") / "log"
     process, address = start_serve(1.0)
     try:
-        done = soak(f"grpc://{address}", out, SOAK_WORKLOAD, 60)
+        done = soak(f"grpc://{address}", out, None, 60)
     finally:
         stop_serve(process)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -139,13 +130,20 @@ def test_a_60_second_soak_of_serve_through_the_python_sdk_passes_rmqc_check(spar
     failing = {n: (c["verdict"], c["counts"], c["counterexamples"][:3]) for n, c in verdicts(result).items()
                if c["verdict"] != "pass"}
     assert result["passed"], failing
-    assert result["rows"] > 10_000 and result["quarantined"] == 0
+    assert result["rows"] >= 10_000 and result["quarantined"] == 0
+    # the default workload gives every check something to judge (issue 36)
+    judged = {"no_loss": "owed", "duplicates": "redeliveries", "exactly_once": "applies", "order": "pairs",
+              "retry_intervals": "intervals", "dlq_at_max": "dead_letters", "nothing_after_dlq": "dead_letters",
+              "delay_accuracy": "delayed_deliveries"}
+    assert set(judged) == {c["name"] for c in result["checks"]}
+    assert {n: verdicts(result)[n]["counts"][k] for n, k in judged.items() if not verdicts(result)[n]["counts"][k]} == {}
     intervals = verdicts(result)["retry_intervals"]
     assert intervals["counts"]["intervals"] > 300
     # real jitter: the waits spread over the model's window instead of sitting on the documented value
     attempt_2 = intervals["detail"]["per_attempt"][0]
     assert attempt_2["p99_ms"] > attempt_2["p50_ms"] and attempt_2["ks"] < 1.0
-    assert verdicts(result)["dlq_at_max"]["counts"]["per_group"] == {"SoakG": 4, "SoakF": 4, "SoakS": 3, "SoakX": 3}
+    assert verdicts(result)["dlq_at_max"]["counts"]["per_group"] == {"SoakG": 4, "SoakF": 4, "SoakS": 3, "SoakD": 3,
+                                                                     "SoakX": 3}
     # the simple consumer's own waits (the ladder in whole seconds), judged like the push consumers'
     assert manifest["groups"]["SoakS"]["ladder_ms"] == [1000, 2000]
     # transactions: commits (by the producer or when the server checked) are sends no_loss held the group to;
@@ -241,12 +239,11 @@ def redelivered_after_no_ack(rows: list[dict]) -> int:
 
 def test_a_soak_killed_with_sigkill_leaves_a_log_rmqc_check_reads(spark, tmp_path):
     out = tmp_path / "killed"
-    (tmp_path / "killed.yaml").write_text(SOAK_WORKLOAD)
     process, address = start_serve(1.0)
-    try:
+    try:  # the default workload
         soaking = subprocess.Popen([sys.executable, "-m", "rmqc.cli", "soak", "--target", f"grpc://{address}",
-                                    "--duration", "60", "--out", str(out), "--workload", str(tmp_path / "killed.yaml"),
-                                    "--roll-s", "1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                    "--duration", "60", "--out", str(out), "--roll-s", "1"], cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while len(list(out.glob("part-*.parquet"))) < 4 and time.monotonic() < deadline:
             time.sleep(0.2)
