@@ -129,11 +129,11 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
             firsts = [e["ts_ms"] for e in fifo if e["kind"] == "DELIVER"]
             lines[(run, group, fifo[0]["message_group"])].append(
                 (sends[(run, msg)]["producer_seq"], min(firsts) if firsts else None, max(e["ts_ms"] for e in fifo)))
-    disorder = pairs = 0
+    disorder = lined_up = 0
     for line in lines.values():
         line.sort()
         for (_, prev_first, prev_done), (_, first, _) in zip(line, line[1:]):
-            pairs += prev_first is not None
+            lined_up += prev_first is not None
             disorder += prev_first is not None and first is not None and (first < prev_first or first < prev_done)
 
     intervals = outside = noisy = waits_twice = 0
@@ -183,7 +183,7 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
             "duplicates": {"redeliveries": sum(len(p) for p in after.values()), "duplicate_deliveries": duplicates,
                            "crash_window_duplicates": 0, "stored_twice_duplicates": duplicates_twice},
             "exactly_once": {"applies": len(of["APPLY"]), "extra_applies": applies},
-            "order": {"pairs": pairs, "violations": disorder},
+            "order": {"pairs": lined_up, "violations": disorder},
             "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy,
                                 "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice,
                                 "late_after_handover": 0},
