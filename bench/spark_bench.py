@@ -41,7 +41,7 @@ def shuffle_and_spill(event_log_dir: Path) -> dict[str, int]:
     import json
 
     totals = {"shuffle_write_bytes": 0, "shuffle_read_bytes": 0, "memory_spilled_bytes": 0, "disk_spilled_bytes": 0}
-    for file in event_log_dir.iterdir():
+    for file in (f for f in event_log_dir.rglob("*") if f.is_file()):  # Spark 4 rolls it in a folder of its own
         for line in file.read_text(errors="replace").splitlines():
             if '"SparkListenerTaskEnd"' not in line:
                 continue
@@ -95,6 +95,7 @@ def main() -> int:
     started = time.perf_counter()
     event_log = Path(tempfile.mkdtemp(prefix="rmqc-spark-events-")) if args.json else None
     spark = spark_session(args.master, args.driver_memory, conf={"spark.eventLog.enabled": "true",
+                                                                 "spark.eventLog.compress": "false",  # on from Spark 4
                                                                  "spark.eventLog.dir": f"file://{event_log}"}
                           if event_log else None)
     # A new JVM's first query loads the SQL engine's own classes (about 3 s here, whatever the input); it is
