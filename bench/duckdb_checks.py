@@ -93,7 +93,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
         SELECT run_id, "group", message_group, prev_msg, msg_id, prev_done, first, prev_first FROM p
         WHERE prev_first IS NOT NULL""")
     pairs = int(one("SELECT count(*) FROM disorder")[0])
-    con.execute("DELETE FROM disorder WHERE NOT coalesce(first < prev_first OR first < prev_done, false)")
+    con.execute(f"DELETE FROM disorder WHERE NOT coalesce(first < prev_first OR first < prev_done - {ab}, false)")
     out["order"] = {"pairs": pairs, "violations": violations("order", "disorder")}
     # the spec's timing model: a window [low, high] after the nominal wait, the noise band around it
     standard, fifo = (wait_model(n) for n in ({"grpc-5.x": ("retry-5x", "retry-5x-fifo")}.get(profile)

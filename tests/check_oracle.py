@@ -134,7 +134,8 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
         line.sort()
         for (_, prev_first, prev_done), (_, first, _) in zip(line, line[1:]):
             lined_up += prev_first is not None
-            disorder += prev_first is not None and first is not None and (first < prev_first or first < prev_done)
+            disorder += prev_first is not None and first is not None and \
+                (first < prev_first or first < prev_done - tol.absolute_ms)
 
     intervals = outside = noisy = waits_twice = 0
     dlq_bad = after_dlq = 0
