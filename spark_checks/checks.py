@@ -618,8 +618,8 @@ def check_order(e, ctx) -> CheckResult:
              .withColumn("prev", F.lag("m").over(w)).withColumn("prev2", F.lag("m2").over(w)))
     blocking_band = F.lit(ctx["tolerance"].absolute_ms)
     seen, judged = Observation(), F.count(F.when(F.col("prev_first").isNotNull(), 1)).alias("n")
-    bad = pairs.observe(seen, judged).filter(F.col("prev_first").isNotNull() & ((F.col("first") < F.col("prev_first")) |
-                                                          (F.col("first") < F.col("prev_done") - blocking_band)))
+    out_of_order = (F.col("first") < F.col("prev_first")) | (F.col("first") < F.col("prev_done") - blocking_band)
+    bad = pairs.observe(seen, judged).filter(F.col("prev_first").isNotNull() & out_of_order)
     n, ex = _violations(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
                         {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
                         {"g": "first", "mg": "first", "m": "first", "prev": "prev_first"},
@@ -795,21 +795,28 @@ def _delivered_after_dlq():
     return F.coalesce(F.col("last_delivery") > F.col("dlq_ts"), F.lit(False))
 
 
-def check_nothing_after_dlq(e, ctx) -> CheckResult:
-    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07), unless the group's
-    members changed since the message's first delivery (counted apart: copies of it were in flight)."""
+def _observing_dead_letters(e, ctx) -> tuple[Any, Callable[[], int]]:
+    """``lives`` with the (message, group)s that have a DLQ event counted on the way, and how to read that
+    count once the query ran: what ``dlq_at_max`` and ``nothing_after_dlq`` judged."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     seen, dead = Observation(), F.count(F.when(F.col("dlq_ts").isNotNull(), 1)).alias("n")
-    after = lives(e, ctx).observe(seen, dead).filter(_delivered_after_dlq())
+    return lives(e, ctx).observe(seen, dead), lambda: _observed_count(seen, lambda: lives(e, ctx).agg(dead))
+
+
+def check_nothing_after_dlq(e, ctx) -> CheckResult:
+    """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07), unless the group's
+    members changed since the message's first delivery (counted apart: copies of it were in flight)."""
+    observed, dead_letters = _observing_dead_letters(e, ctx)
+    after = observed.filter(_delivered_after_dlq())
     # a change of the group's members since the first delivery leaves copies of a message in flight (a 4.x
     # retry copy a crashed consumer sent back, beside its original, OFFSET-04): one may come after another's DLQ
     bad, changed = _members_changed(after, ctx, "first_delivery", "last_delivery")
     n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
                         _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
     return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"],
-                       {"dead_letters": _observed_count(seen, lambda: lives(e, ctx).agg(dead)), "violations": n,
+                       {"dead_letters": dead_letters(), "violations": n,
                         **({"after_members_changed": changed.count()} if ctx["stated"].groups else {})}, ex)
 
 
@@ -820,23 +827,18 @@ def check_dlq(e, ctx) -> CheckResult:
     a maximum reached without a DLQ only when that client was a push consumer up at the run's settle (or the
     log states no consumer): one that died after its last failure never sent the message back, and a simple
     consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07)."""
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     default_max = timing(ctx["profile"]).max_deliveries
     stated = ctx["stated"]
     max_d = _per_group(ctx, lambda g: F.lit(g["max_deliveries"]) if g.get("max_deliveries") else None,
                        F.lit(default_max))
-    by_consumers = stated.max_deliveries()
-    if by_consumers:
-        max_d = _case("g", {g: F.lit(m).cast("long") for g, m in by_consumers.items() if m is not None},
-                      max_d)
-        max_d = F.when(F.col("g").isin(*[g for g, m in by_consumers.items() if m is None]), F.lit(None)) \
-            .otherwise(max_d) if any(m is None for m in by_consumers.values()) else max_d
+    # a group whose consumers state no maximum, or differ, has none (a null literal, which _case keeps)
+    max_d = _case("g", {g: F.lit(m).cast("long") for g, m in stated.max_deliveries().items()}, max_d)
     stayed = (~F.col("g").isin(*stated.groups) | F.col("last_c").isin(*stated.push_clients_up_at_settle())) \
         if stated.groups else F.lit(True)
-    seen, dead = Observation(), F.count(F.when(F.col("dlq_ts").isNotNull(), 1)).alias("n")
-    per = lives(e, ctx).observe(seen, dead).filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
+    per, dead_letters = _observing_dead_letters(e, ctx)
+    per = per.filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
     # the last attempt, not the count of deliveries: a consumer that crashed may have taken an attempt the
     # log never saw (RETRY-5X-07: the server dead-letters by the delivery attempt)
     last = F.coalesce(F.col("last_attempt"), F.lit(0))  # a DLQ with no delivery logged is not at the maximum
@@ -852,8 +854,7 @@ def check_dlq(e, ctx) -> CheckResult:
                         ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
     named = {name: g["max_deliveries"] for name, g in ctx["groups"].items() if g.get("max_deliveries")}
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
-                       {"dead_letters": _observed_count(seen, lambda: lives(e, ctx).agg(dead)), "violations": n,
-                        "max_deliveries": default_max, **({"per_group": named} if named else {})}, ex)
+                       {"dead_letters": dead_letters(), "violations": n, "max_deliveries": default_max, **({"per_group": named} if named else {})}, ex)
 
 
 def check_delay_accuracy(e, ctx) -> CheckResult:

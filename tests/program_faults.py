@@ -41,9 +41,17 @@ class _Log:
             elif e.kind == "SEND_OK" and e.msg_id:
                 self.sends.setdefault((e.run_id, e.msg_id), e)
         self.used: set[Life] = set()
+        self.dropped: set[int] = set()  # places of the rows a fault took out of the log
+
+    def drop(self, place: int) -> None:
+        self.dropped.add(place)
+
+    def result(self) -> list[Event]:
+        return [e for i, e in enumerate(self.events) if i not in self.dropped]
 
     def rows(self, life: Life, *kinds: str) -> list[Event]:
-        return [self.events[i] for i in self.lives[life] if not kinds or self.events[i].kind in kinds]
+        return [self.events[i] for i in self.lives[life]
+                if i not in self.dropped and (not kinds or self.events[i].kind in kinds)]
 
     def changes(self, run: str, group: str) -> list[int]:
         """Times the group's members changed (a consumer started or stopped)."""
@@ -124,7 +132,7 @@ def _lost(log: _Log, count: int) -> None:
 
     for life in log.take(count, "lost", fits):
         for i in log.lives[life]:
-            log.events[i] = dataclasses.replace(log.events[i], kind="REBALANCE", msg_id=None)  # gone from the log
+            log.drop(i)
 
 
 def _duplicate_delivery(log: _Log, count: int) -> None:
@@ -189,7 +197,7 @@ def _dlq_missing(log: _Log, count: int) -> None:
     for life in log.take(count, "dlq-missing", lambda l: _dead(log, l)):
         for i in log.lives[life]:
             if log.events[i].kind == "DLQ":
-                log.events[i] = dataclasses.replace(log.events[i], kind="REBALANCE", msg_id=None)
+                log.drop(i)
 
 
 def _dlq_early(log: _Log, count: int) -> None:
@@ -198,12 +206,15 @@ def _dlq_early(log: _Log, count: int) -> None:
         for i in log.lives[life]:
             e = log.events[i]
             if e.attempt == last.attempt and e.kind in ("DELIVER", "CONSUME_FAIL") and e.seq >= last.seq:
-                log.events[i] = dataclasses.replace(e, kind="REBALANCE", msg_id=None)
+                log.drop(i)
 
 
 def _delivered_after_dlq(log: _Log, count: int) -> None:
     def fits(life: Life) -> bool:  # nobody came or went up to the delivery it gains
-        return _dead(log, life) and log.quiet(life, log.rows(life, "DELIVER")[0].ts_ms, log.rows(life, "DLQ")[0].ts_ms + 1)
+        if not _dead(log, life):
+            return False
+        first, dlq = log.rows(life, "DELIVER")[0], log.rows(life, "DLQ")[0]
+        return log.quiet(life, first.ts_ms, dlq.ts_ms + 1)
 
     for life in log.take(count, "delivered-after-dlq", fits):
         last, dlq = log.rows(life, "DELIVER")[-1], log.rows(life, "DLQ")[0]
@@ -252,4 +263,4 @@ def inject(events: Iterable[Event], faults: dict[str, int]) -> list[Event]:
     log = _Log(list(events))
     for name, count in faults.items():
         FAULTS[name](log, count)
-    return log.events
+    return log.result()

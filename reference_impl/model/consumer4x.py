@@ -102,8 +102,7 @@ class PushConsumer4x:
             self._persist(key, self.offsets.get(key))
         self.running = False
         self.sim.broker.remove_arrival(self.pump)
-        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
-                      detail={"how": "shutdown"})
+        self._announce_stop("shutdown")
         self.sim.leave(self)
 
     def crash(self) -> None:
@@ -117,9 +116,12 @@ class PushConsumer4x:
         self.crashed = True
         self.sim.broker.remove_arrival(self.pump)
         self.sim.emit("REBALANCE", group=self.group, client_id=self.client_id, detail={"crashed": "true"})
-        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
-                      detail={"how": "crash"})
+        self._announce_stop("crash")
         self.sim.clock.call_at(offset_rules.crash_detected_at(now), lambda: self.sim.leave(self))
+
+    def _announce_stop(self, how: str) -> None:
+        self.sim.emit("CONSUMER_STOP", topic=self.topic, group=self.group, client_id=self.client_id,
+                      detail={"how": how})
 
     def all_queues(self) -> list[QueueKey]:
         out = []
