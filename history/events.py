@@ -49,7 +49,14 @@ class Event:
     attempt: int | None = _column("int32", None)
     delay_level: int | None = _column("int32", None)
     expected_delay_ms: int | None = _column("int64", None)
+    tx_state: str | None = _column("string", None)
+    """TX_END: the state the transaction ended in (``detail.state``: COMMIT_MESSAGE, ROLLBACK_MESSAGE), in a
+    column of its own so that a reader of millions of rows need not read the detail map (issue 36)."""
     detail: Mapping[str, str] = _column("map")
+
+    def __post_init__(self) -> None:
+        if self.kind == "TX_END" and self.tx_state is None and self.detail.get("state"):
+            object.__setattr__(self, "tx_state", self.detail["state"])
 
 
 COLUMN_TYPES: dict[str, str] = {f.name: f.metadata["storage"] for f in dataclasses.fields(Event)}

@@ -44,7 +44,7 @@ REQUIRED = {"ts_ms": "bigint", "kind": "string", "topic": "string", "group": "st
             "key": "string", "message_group": "string", "producer_seq": "bigint", "attempt": "int",
             "delay_level": "int"}
 OPTIONAL = {"run_id": "string", "profile": "string", "expected_delay_ms": "bigint", "client_id": "string",
-            "seq": "bigint"}
+            "seq": "bigint", "tx_state": "string"}
 MESSAGE_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "DLQ", "APPLY", "ACK", "RETRY_SCHEDULED")
 COUNTEREXAMPLES = 20
 PROBLEMS = ("unknown kind", "null ts_ms", "null msg_id", "attempt below 1")
@@ -157,6 +157,9 @@ def _read(spark, path: str):
         raw = raw.withColumn("run_id", F.lit(""))
     if "expected_delay_ms" not in types:
         raw = raw.withColumn("expected_delay_ms", F.lit(None).cast("bigint"))
+    if "tx_state" not in types:  # a log from before the column: the state from the detail map, when there is one
+        raw = raw.withColumn("tx_state", F.when(F.col("kind") == "TX_END", F.col("detail")["state"])
+                             if "detail" in types else F.lit(None).cast("string"))
     for name in ("profile", "client_id"):
         if name not in types:
             raw = raw.withColumn(name, F.lit(None).cast("string"))
@@ -166,12 +169,11 @@ def _read(spark, path: str):
 
 
 def _committed(raw):
-    """A TX_END row that commits its half (``detail.state`` COMMIT_MESSAGE); false in a log without details."""
+    """A TX_END row that commits its half (``tx_state`` COMMIT_MESSAGE). The state has a column of its own: reading
+    the detail map of every row for it made a soak log a tenth slower to check than a simulated one (issue 36)."""
     from pyspark.sql import functions as F
 
-    if "detail" not in raw.columns:
-        return F.lit(False)
-    return (F.col("kind") == "TX_END") & F.coalesce(F.col("detail")["state"] == "COMMIT_MESSAGE", F.lit(False))
+    return (F.col("kind") == "TX_END") & F.coalesce(F.col("tx_state") == "COMMIT_MESSAGE", F.lit(False))
 
 
 CACHE_ORDER = ("m", "m2", "g", "ts_ms", "attempt", "k")

@@ -373,6 +373,7 @@ def to_table(columns: dict[str, np.ndarray], plan: Plan, run_id: str, profile: s
         "attempt": pa.array(np.where(np.isnan(attempt), None, attempt).tolist(), pa.int32()),
         "delay_level": pa.array(np.where(is_send & (plan.delay_level[m] > 0), plan.delay_level[m], None).tolist(), pa.int32()),
         "expected_delay_ms": pa.array([None] * n, pa.int64()),
+        "tx_state": pa.array([None] * n, pa.string()),
         "detail": pa.array([[]] * n, pa.map_(pa.string(), pa.string())),
     }
     return pa.table(data, schema=arrow_schema())

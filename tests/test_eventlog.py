@@ -63,3 +63,14 @@ def test_dlq_event_counts_deliveries() -> None:
     dlq = next(e for e in events if e.kind == "DLQ")
     assert dlq.key == "b" and dlq.attempt == 17 and dlq.topic == "%DLQ%G"
     assert json.dumps(dict(dlq.detail))  # plain strings only
+
+
+def test_a_transaction_end_states_its_outcome_in_a_column_of_its_own(tmp_path: Path) -> None:
+    """TX_END carries its state (detail.state) in ``tx_state`` too, whoever built the event (a recorder, a driver's
+    row, a log read back): the Spark checks read that column, never the detail map of millions of rows."""
+    recorder = EventRecorder("r", "t", "grpc-5.x")
+    end = recorder.emit("TX_END", 5, msg_id="m1", detail={"state": "COMMIT_MESSAGE", "source": "CLIENT"})
+    other = recorder.emit("DELIVER", 6, msg_id="m1", detail={"state": "COMMIT_MESSAGE"})
+    assert (end.tx_state, other.tx_state) == ("COMMIT_MESSAGE", None)
+    write_parquet([end, other], tmp_path / "log.parquet")
+    assert [e.tx_state for e in read_parquet(tmp_path / "log.parquet")] == ["COMMIT_MESSAGE", None]
