@@ -22,11 +22,15 @@ CAPABILITIES = {
     "delay.level": "4.x delay levels", "delay.timer": "5.x delivery timestamps",
     "consumer.push4x.concurrent": "4.x push consumer, concurrent", "consumer.push4x.orderly": "4.x push consumer, orderly",
     "consumer.push4x.broadcast": "4.x broadcasting consumption",
+    "consumer.allocation": "a 4.x push consumer's allocation strategy can be chosen by name (allocation: AVG, "
+                           "AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM_NEARBY, CONFIG, MACHINE_ROOM) and its "
+                           "allocation read back",
     "consumer.suspend_time": "a 4.x orderly consumer's suspend time can be set (suspendCurrentQueueTimeMillis)",
     "consumer.simple5x": "5.x simple consumer", "consumer.push5x": "5.x push consumer",
     "consumer.push5x.fifo": "5.x FIFO push consumer",
     "sdk.java": "can act as the Java 5.x SDK", "sdk.python": "can act as the Python 5.x SDK",
     "sdk.nodejs": "the official Node.js 5.x SDK (rocketmq-client-nodejs): its habits SDK-NODE-*",
+    "sdk.go": "the official Go 5.x SDK (github.com/apache/rocketmq-clients/golang/v5): its habits SDK-GO-*",
     "transactions": "transactional messages with a scripted check",
     "inspect.broker": "broker internals (schedule topic, DLQ contents, properties) can be read",
     "fault.send_back": "CONSUMER_SEND_MSG_BACK failures can be injected",
@@ -47,6 +51,8 @@ CAPABILITIES = {
                      "request codes)",
     "observe.client_offsets": "the offsets a 4.x client commits locally are events (OFFSET_COMMIT)",
     "send.orderly": "4.x ordered send: the queue chosen by a sharding key",
+    "sdk.java4x": "the official Java 4.x client (rocketmq-client 4.9.8): the catalog's 4.x client behaviours are its "
+                  "own, so other clients' habits (SDK-CPP-*) are not shown by it",
     "sdk.cpp4x": "the 4.x C++ client (rocketmq-client-cpp, under rocketmq-client-python): its habits SDK-CPP-*",
 }
 

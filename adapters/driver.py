@@ -413,7 +413,7 @@ class DriverTarget(Target):
         self.call("settle", max_ms=max_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        return wait_by_steps(predicate, timeout_ms, self.now_ms(),
+        return wait_by_steps(predicate, int(timeout_ms), self.now_ms(),  # the protocol's deadlines are whole ms
                              lambda deadline: bool(self.call("step", deadline_ms=deadline)["ran"]))
 
     def events(self) -> list[Event]:
@@ -471,6 +471,14 @@ class DriverConsumer:
     @property
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(t, q): o for t, q, o in self._state()["offsets"]}
+
+    @property
+    def allocation(self) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+        """The client's own view of its allocation: (the queues it holds, the queues it allocated over), each as
+        (topic, broker name, queue id) in the names the client uses; empty where the driver does not tell."""
+        state = self._state()
+        return ({(t, b, q) for t, b, q in state.get("queues", ())},
+                {(t, b, q) for t, b, q in state.get("subscribed", ())})
 
 
 class DriverSimpleConsumer:

@@ -40,22 +40,34 @@ def driver_command(namesrv: str, time_scale: float = 1.0, wire_scale: float = 1.
 
 
 class RemotingTarget(WallDriverTarget):
-    """A 4.x SDK session; topics and groups are set up through the name server's brokers."""
+    """A 4.x SDK session; topics and groups are set up through the name server's brokers. A kind of target that
+    drives another 4.x client through the same set-up (``adapters.java_remoting``) names its ``KIND`` and its
+    driver's ``command_for``."""
+
+    KIND = REMOTING
+    SHARED = False
+    """One driver process for every session of the test process (``WallDriverTarget``'s ``shared``), or one each."""
+
+    @classmethod
+    def command_for(cls, namesrv: str, time_scale: float, wire_scale: float) -> str:
+        """The driver's command line for a name server, the server's time scale and its wire scale."""
+        return driver_command(namesrv, time_scale, wire_scale)
 
     def __init__(self, namesrv: str, profile: str = REMOTING_4X, *, run_id: str = "run", seed: int = 0,
                  release: str = versions.LATEST, budget_s: float | None = None,
                  time_scale: float | None = None) -> None:
         """``time_scale``: the broker's, when the harness compressed a real release's clocks through its keys
         (``release:V``); by default read from ``rmqc serve``'s runtime info (1 for a real broker)."""
+        kind = self.KIND
         if profile != REMOTING_4X:
-            raise NotApplicable(f"{REMOTING.text(namesrv)} runs the 4.x SDK: profile {profile} needs another target")
+            raise NotApplicable(f"{kind.text(namesrv)} runs a 4.x SDK: profile {profile} needs another target")
         try:
             scale = time_scale or RemotingAdmin(namesrv).time_scale()
         except RemotingClientError as exc:
-            raise TargetError(f"{REMOTING.text(namesrv)}: unreachable: {exc}") from None
+            raise TargetError(f"{kind.text(namesrv)}: unreachable: {exc}") from None
         wire_scale = time_scale or 1.0  # a release's own keys compressed its clocks: it reads wall seconds
-        super().__init__(REMOTING.text(namesrv), namesrv, driver_command(namesrv, scale, wire_scale), profile, run_id=run_id,
-                         seed=seed, release=release, budget_s=budget_s)
+        super().__init__(kind.text(namesrv), namesrv, self.command_for(namesrv, scale, wire_scale), profile,
+                         run_id=run_id, seed=seed, release=release, budget_s=budget_s, shared=self.SHARED)
         self.client_timer_scale = 1.0 / self.time_scale  # the C++ client's timers run on the wall clock
 
     def create_topic(self, name: str, **options: Any) -> None:

@@ -50,9 +50,12 @@ CONTAINER = TargetKind("container", "container:", "IMAGE", GRPC_5X, "adapters.co
 DRIVER = TargetKind("driver", "driver:", "CMD", GRPC_5X, "adapters.driver")
 REMOTING = TargetKind("remoting", "remoting://", "NAMESRV", REMOTING_4X, "adapters.remoting4x", "address")
 NODEJS = TargetKind("nodejs", "nodejs://", "HOST:PORT", GRPC_5X, "adapters.nodejs", "set-up")
+JAVA = TargetKind("java", "java://", "HOST:PORT", GRPC_5X, "adapters.java_grpc", "set-up")
+GO = TargetKind("go", "go://", "HOST:PORT", GRPC_5X, "adapters.golang", "set-up")
+JAVA_REMOTING = TargetKind("java-remoting", "java-remoting://", "NAMESRV", REMOTING_4X, "adapters.java_remoting", "address")
 RELEASE = TargetKind("release", "release:", "V", GRPC_5X, "adapters.release")
 
-KINDS: tuple[TargetKind, ...] = (REFERENCE, RELEASE, GRPC, CONTAINER, DRIVER, REMOTING, NODEJS)
+KINDS: tuple[TargetKind, ...] = (REFERENCE, RELEASE, GRPC, CONTAINER, DRIVER, REMOTING, NODEJS, JAVA, GO, JAVA_REMOTING)
 USAGE = " | ".join(k.usage for k in KINDS)
 """The forms, for help texts."""
 

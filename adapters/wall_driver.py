@@ -80,6 +80,29 @@ class WallDriverTarget(DriverTarget):
                for k, v in fields.items()}
         if isinstance(out.get("topics"), list):
             out["topics"] = [self.names.real(t) for t in out["topics"]]
+        if isinstance(out.get("messages"), list):  # a batch: each message names its topic
+            out["messages"] = [{**m, "topic": self.names.real(m["topic"])} if isinstance(m, dict)
+                               and isinstance(m.get("topic"), str) else m for m in out["messages"]]
+        return out
+
+    def call(self, cmd: str, **fields: Any) -> dict[str, Any]:
+        """A 4.x consumer's state names its queues by the server's topic names: told back in this session's."""
+        answer = super().call(cmd, **fields)
+        if cmd == "consumer_state":
+            answer = {**answer, "assigned": [[self.names.logical(t), *rest] for t, *rest in answer.get("assigned", [])],
+                      "offsets": [[self.names.logical(t), *rest] for t, *rest in answer.get("offsets", [])]}
+        elif cmd in ("read_stored", "stored_messages"):  # what a topic stores, read back: in this session's names
+            answer = {**answer, "messages": [self._stored_names(m) for m in answer.get("messages", [])]}
+        return answer
+
+    NAMED_PROPERTIES = ("RETRY_TOPIC", "REAL_TOPIC", "PGROUP")
+    """System properties whose values are topic or group names."""
+
+    def _stored_names(self, message: dict[str, Any]) -> dict[str, Any]:
+        out = dict(self.incoming(message))
+        if isinstance(out.get("properties"), dict):
+            out["properties"] = {k: self.names.logical(v) if k in self.NAMED_PROPERTIES and isinstance(v, str) else v
+                                 for k, v in out["properties"].items()}
         return out
 
     def incoming(self, row: Any) -> Any:

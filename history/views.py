@@ -40,3 +40,6 @@ class SendResult:
     code: int = 0
     remark: str = ""
     attempts: tuple[str, ...] = ()
+    offset_msg_id: str | None = None
+    """The broker's id of the stored message (a 4.x ``SendResult.offsetMsgId``: store host and commit-log offset,
+    MSGID-01), where the client shows it."""

@@ -18,7 +18,7 @@ from history.transcripts import (
 )
 from history.values import CPP_4X_SDK as CPP_SDK
 from history.values import NODE_5X_SDK
-from reference_impl.rules import retry5x
+from reference_impl.rules import codes, go5x, retry5x
 
 from . import blame
 from .checks import (
@@ -39,6 +39,26 @@ from .tolerance import Tolerance, tolerance_for
 def drives_nodejs_only(target: Target) -> bool:
     """The target drives the Node.js client and nothing that can act as another one (SDK-NODE-*)."""
     return "sdk.nodejs" in target.capabilities and "sdk.java" not in target.capabilities
+
+
+def drives_go_only(target: Target) -> bool:
+    """The target drives the Go 5.x client and nothing that can act as another one (SDK-GO-*)."""
+    return "sdk.go" in target.capabilities and "sdk.java" not in target.capabilities
+
+
+def expired_ack(target: Target) -> tuple[int, str]:
+    """What a simple consumer's ack with an expired receipt handle answers through the target's client, and the
+    behaviour that says so: INVALID_RECEIPT_HANDLE (RETRY-5X-09), or OK through the Go client, whose ack does not
+    read the server's status (SDK-GO-02)."""
+    if drives_go_only(target):
+        return go5x.simple_ack_code(codes.INVALID_RECEIPT_HANDLE), "SDK-GO-02"
+    return codes.INVALID_RECEIPT_HANDLE, "RETRY-5X-09"
+
+
+def drives_java_client_only(target: Target) -> bool:
+    """The target drives the official Java 5.x client and nothing that can act as another one (SDK-JAVA5-*): the
+    reference, which can act as every client, keeps the statements' own expectations."""
+    return "sdk.java" in target.capabilities and not {"sdk.python", "sdk.nodejs", "sdk.go"} & set(target.capabilities)
 
 
 def fit_to_target(target: Target, scenario: Scenario) -> Scenario:

@@ -1284,6 +1284,7 @@ def oracle_line(c: OracleCheck) -> str:
 
 CPP = "models rocketmq-client-cpp, a C++ SDK: there is no class of a RocketMQ server artifact to call"
 NODE = "models the Node.js SDK (rocketmq-client-nodejs): there is no Java class to call"
+GO = "models the Go 5.x SDK (github.com/apache/rocketmq-clients/golang/v5): there is no Java class to call"
 PYTHON = "models the Python 5.x SDK: there is no Java class to call"
 CLIENT_JAVA = ("models rocketmq-client-java, the 5.x gRPC SDK, which is not one of a release's server artifacts "
                "(its versions are not the release's)")
@@ -1339,6 +1340,8 @@ NOT_CHECKED: dict[str, str] = {
     "node5x.startup_awaits_settings": NODE,
     "node5x.push_ack_retry_ms": NODE,
     "node5x.simple_ack_raises": NODE,
+    "go5x.declared_topics": GO,
+    "go5x.simple_ack_code": GO,
     "offsets.compute_pull_from_where": "needs a started consumer and broker: computePullFromWhereWithException asks "
                                        "the broker for the stored offset",
     "offsets.broker_query_offset": "needs a started broker's consumer offset manager and message store",

@@ -24,6 +24,7 @@ from hypothesis.stateful import (
 )
 
 from history.trace import lives
+from history.values import ListenerOutcome
 from suites.checks import require
 from suites.oracle import default_oracle
 from suites.scenario import MessagePlan, ScriptedListener
@@ -161,3 +162,85 @@ def test_membership_churn_with_failing_listeners(make_target) -> None:
 @pytest.mark.spec("ALLOC-00", "ALLOC-01", "OFFSET-03", "OFFSET-04")
 def test_rebalance_under_churn_with_crashes(make_target) -> None:
     _run(make_target, crashes=True, steps=30)
+
+
+# ---- each allocation strategy, through the target's own client ----
+
+ROOMS = ("broker", "elsewhere", "elsewhere")
+"""MACHINE_ROOM_NEARBY: the consumers' rooms, by their order; a broker's room is its name up to the first '-'
+(the user's resolver, given to the client)."""
+CONFIGURED_IDS = (1, 3)
+"""CONFIG: the configured list is these queues of the topic, for every consumer."""
+
+
+def _expected(strategy: str, queues: list, cids: list[str], cid: str, rooms: dict[str, str]) -> list:
+    from reference_impl.rules import allocation as a
+
+    if strategy == "AVG":
+        return a.allocate_averagely(queues, cids, cid)
+    if strategy == "AVG_BY_CIRCLE":
+        return a.allocate_by_circle(queues, cids, cid)
+    if strategy == "CONSISTENT_HASH":
+        return a.allocate_consistent_hash(queues, cids, cid)
+    if strategy == "MACHINE_ROOM_NEARBY":
+        return a.allocate_machine_room_nearby(queues, cids, cid, a.allocate_averagely,
+                                              lambda mq: mq.broker_name.split("-")[0], lambda c: rooms[c])
+    if strategy == "CONFIG":
+        return a.allocate_by_config([q for q in queues if q.queue_id in CONFIGURED_IDS])(queues, cids, cid)
+    # MACHINE_ROOM: only a broker named IDC@name is in a room (a broker-a is in none: nobody gets its queues)
+    return a.allocate_by_machine_room(queues, cids, cid, {"broker"})
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.parametrize("strategy", [
+    pytest.param("AVG", marks=pytest.mark.spec("ALLOC-00", "ALLOC-01")),
+    pytest.param("AVG_BY_CIRCLE", marks=pytest.mark.spec("ALLOC-00", "ALLOC-02")),
+    pytest.param("CONSISTENT_HASH", marks=pytest.mark.spec("ALLOC-00", "ALLOC-03")),
+    pytest.param("MACHINE_ROOM_NEARBY", marks=pytest.mark.spec("ALLOC-00", "ALLOC-04")),
+    pytest.param("CONFIG", marks=pytest.mark.spec("ALLOC-00", "ALLOC-05")),
+    pytest.param("MACHINE_ROOM", marks=pytest.mark.spec("ALLOC-00", "ALLOC-06")),
+])
+def test_each_allocation_strategy_allocates_as_the_spec_says(make_target, strategy: str) -> None:
+    """Three consumers of a group, each with the strategy, over a topic of 8 queues: once they have rebalanced, each
+    holds what the strategy gives it over the sorted queues and client ids it sees (ALLOC-00), in the names its
+    client uses (a consistent hash hashes them)."""
+    from reference_impl.rules.allocation import MessageQueue
+
+    target = make_target("remoting-4.x")
+    target.require("consumer.push4x.concurrent", "consumer.allocation")
+    target.create_topic("T", read_queues=8, write_queues=8)
+    options: list[dict] = [{} for _ in ROOMS]
+    if strategy == "MACHINE_ROOM_NEARBY":
+        options = [{"consumer_room": room} for room in ROOMS]
+    elif strategy == "CONFIG":
+        options = [{"allocation_queue_ids": list(CONFIGURED_IDS)} for _ in ROOMS]
+    elif strategy == "MACHINE_ROOM":
+        options = [{"consumer_rooms": ["broker"]} for _ in ROOMS]
+    consumers = [target.push_consumer_4x("G", "T", lambda v: ListenerOutcome.SUCCESS, allocation=strategy, **o)
+                 for o in options]
+    rooms = {c.client_id: room for c, room in zip(consumers, ROOMS)}
+    cids = sorted(rooms)
+    seen: dict = {}
+
+    def as_expected() -> bool:
+        seen.clear()
+        for c in consumers:
+            held, over = c.allocation
+            topic = {t for t, _, _ in over if not t.startswith("%")}
+            queues = sorted(MessageQueue(t, b, q) for t, b, q in over if t in topic)
+            want = {(m.topic, m.broker_name, m.queue_id)
+                    for m in _expected(strategy, queues, cids, c.client_id, rooms)} if queues else None
+            seen[c.client_id] = (sorted((t, b, q) for t, b, q in held if t in topic), sorted(want or ()), len(queues))
+            if want is None or {h for h in held if h[0] in topic} != want:
+                return False
+        return True
+
+    settled = target.wait_until(as_expected, 30_000)
+    require(settled, STRATEGY_IDS[strategy], f"{strategy} over {cids}: (held, the strategy's, queues seen) per "
+            f"client {seen}")
+    for c in consumers:
+        c.shutdown()
+
+
+STRATEGY_IDS = {"AVG": "ALLOC-01", "AVG_BY_CIRCLE": "ALLOC-02", "CONSISTENT_HASH": "ALLOC-03",
+                "MACHINE_ROOM_NEARBY": "ALLOC-04", "CONFIG": "ALLOC-05", "MACHINE_ROOM": "ALLOC-06"}

@@ -100,3 +100,23 @@ def test_a_fifo_message_redelivered_by_the_server_is_counted_by_the_broker_and_t
             f"the {sdk} consumer ran 'a' {seen.count('a')} times after the server's attempt 3; the spec says {want}")
     require([e.key for e in target.events() if e.kind == "DLQ"] == ["a"] and "b" in seen, "RETRY-5X-08",
             f"'a' to the DLQ and 'b' consumed after it; deliveries {seen}")
+
+
+JAVA_HASH_ROUTES = [("polygenelubricants", 3, 2), ("order-negative", 8, 4), ("zzzzzzzz", 5, 2)]
+"""Sharding keys whose ``String.hashCode`` is negative (``Integer.MIN_VALUE`` for the first): Java's ``%`` keeps
+the dividend's sign, then ``SelectMessageQueueByHash`` takes ``Math.abs`` (PRIM-01, FIFO-03). Computed by hand
+from the catalog's formulas: -2147483648 % 3 = -2, -188391468 % 8 = -4, -1910022912 % 5 = -2."""
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("PRIM-01", "FIFO-03")
+@pytest.mark.parametrize("group,queues,want", JAVA_HASH_ROUTES)
+def test_a_sharding_key_of_negative_hash_routes_as_java_computes(make_target, group, queues, want):
+    target = make_target()
+    target.require("observe.queue_id")
+    if "sdk.cpp4x" in target.capabilities:
+        raise NotApplicable(f"{target.name}: PRIM-01 is Java's arithmetic; the C++ client hashes with its own")
+    target.create_topic("T", read_queues=queues, write_queues=queues)
+    result = target.producer().send("T", b"x", key=group, message_group=group)
+    require(result.queue_id == want, "PRIM-01",
+            f"{group!r} (hashCode negative) on {queues} queues went to {result.queue_id}, Java computes {want}")

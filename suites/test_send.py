@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from history.outcomes import NotApplicable
 from reference_impl.rules.codes import RocketMQError
 from suites.checks import require
 
@@ -158,3 +159,74 @@ def test_network_errors_retry_immediately(make_target, sdk):
         target.producer(sdk=sdk).send("T", b"x", key="n")
     require(len(_send_events(target, "n")[0].detail["attempts"].split(",")) == 3, "SEND-5X-01", "3 attempts")
     require(target.now_ms() == start, "SEND-5X-01", "network errors are retried without waiting")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-04", "MSGID-02")
+def test_a_send_result_names_the_message_as_it_is_stored(make_target):
+    """A SUCCESS answer is SEND_OK; the result's msgId is the client's unique id the message is stored with
+    (UNIQ_KEY), one per message of a batch; its queue and offset are where the message was stored."""
+    target = make_target()
+    target.require("observe.stored", "observe.properties", "observe.queue_id", "send.batch")
+    target.create_topic("T", read_queues=4, write_queues=4)
+    producer = target.producer()
+    single = producer.send("T", b"one", key="s")
+    batch = producer.send_batch([{"topic": "T", "body": b"b0", "key": "b0"}, {"topic": "T", "body": b"b1", "key": "b1"}])
+    stored = {m.key: m for m in target.read_stored("T")}
+    for key, result in (("s", single), ("b0", batch[0]), ("b1", batch[1])):
+        require(result.status == "SEND_OK", "SEND-4X-04", f"{key}: a stored send answered {result.status}")
+        message = stored.get(key)
+        require(message is not None, "SEND-4X-04", f"{key} was answered SEND_OK but is not stored")
+        require(message.properties.get("UNIQ_KEY") == result.msg_id == message.msg_id, "SEND-4X-04",
+                f"{key}: result id {result.msg_id}, stored UNIQ_KEY {message.properties.get('UNIQ_KEY')}")
+        require((message.queue_id, message.queue_offset) == (result.queue_id, result.queue_offset), "SEND-4X-04",
+                f"{key}: result says queue {result.queue_id} offset {result.queue_offset}, stored at "
+                f"{message.queue_id}/{message.queue_offset}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("QSEL-01", "QSEL-03")
+def test_one_thread_of_sends_takes_the_write_queues_in_turn(make_target):
+    """Sends without a sharding key from one thread: each takes the next of the topic's write queues (the
+    thread's index, seeded at random, incremented per send, modulo the queue count: QSEL-01, QSEL-03)."""
+    target = make_target()
+    target.require("observe.queue_id")
+    if "sdk.cpp4x" in target.capabilities:
+        raise NotApplicable(f"{target.name}: QSEL-01 is the Java client's per-thread index; the C++ client keeps "
+                            "its own")
+    target.create_topic("T", read_queues=4, write_queues=4)
+    producer = target.producer()
+    queues = [producer.send("T", b"x", key=f"m{i}").queue_id for i in range(9)]
+    require(all(q is not None and 0 <= q < 4 for q in queues), "QSEL-03", f"queues {queues}")
+    require(all((b - a) % 4 == 1 for a, b in zip(queues, queues[1:])), "QSEL-01",
+            f"consecutive sends went to queues {queues}; each should take the next one")
+
+
+def _offset_msg_id(text: str) -> tuple[str, int, int]:
+    """MSGID-01 as the catalog states it, for an IPv4 store host: 32 upper-case hex characters, 4 address bytes, a
+    port (int) and a commit-log offset (long), big-endian."""
+    require(len(text) == 32 and text == text.upper() and all(c in "0123456789ABCDEF" for c in text), "MSGID-01",
+            f"offset message id {text!r} is not 32 upper-case hex characters")
+    raw = bytes.fromhex(text)
+    return ".".join(str(b) for b in raw[:4]), int.from_bytes(raw[4:8], "big"), int.from_bytes(raw[8:], "big")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("MSGID-01")
+def test_a_send_result_carries_the_brokers_offset_id(make_target):
+    """A 4.x send's offsetMsgId is the broker's id of the stored message: store host, port and commit-log offset;
+    a later message of the same broker lies further in its commit log, and a batch answers one id per message."""
+    target = make_target()
+    target.require("send.batch")
+    target.create_topic("T", read_queues=1, write_queues=1)
+    producer = target.producer()
+    first = producer.send("T", b"one", key="a")
+    if first.offset_msg_id is None:
+        raise NotApplicable(f"{target.name}: its client does not show the broker's offset message id")
+    batch = producer.send_batch([{"topic": "T", "body": b"b0", "key": "b0"}, {"topic": "T", "body": b"b1", "key": "b1"}])
+    decoded = [_offset_msg_id(r.offset_msg_id or "") for r in (first, *batch)]
+    require(len({(host, port) for host, port, _ in decoded}) == 1, "MSGID-01",
+            f"one broker stored them all, yet the ids name {decoded}")
+    offsets = [offset for _, _, offset in decoded]
+    require(offsets == sorted(offsets) and len(set(offsets)) == 3, "MSGID-01",
+            f"commit-log offsets {offsets} of messages stored one after another")

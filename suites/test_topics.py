@@ -95,3 +95,32 @@ def test_a_topic_takes_its_own_message_type(make_target, rmq_release, topic_type
     else:
         require(refused is not None and refused.code in (-1, 40014), "TOPIC-05",
                 f"a {kind} message on a {topic_type or 'untyped'} topic was {refused or 'accepted'}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("QSEL-03", "TOPIC-01")
+@pytest.mark.parametrize("perm", [6, 4, 2])
+def test_a_client_sends_to_writable_queues_and_consumes_readable_ones(make_target, perm):
+    """A topic of 4 write and 2 read queues: a producer picks among the writable queue data's write queues only
+    (queue ids 0..3); a consumer pulls the readable queue data's read queues only (0 and 1), so what sits in
+    queues 2 and 3 is never consumed. Read-only (perm 4): no writable queue, the send fails without a route
+    (``No route info of this topic``). Write-only (perm 2): sends succeed, the consumer has no queue."""
+    target = make_target("remoting-4.x")
+    target.require("observe.queue_id")
+    target.create_topic("T", read_queues=2, write_queues=4, perm=perm)
+    target.push_consumer_4x("G", "T", OK)
+    producer = target.producer()
+    if not perm & 2:
+        with pytest.raises(RocketMQError) as refused:
+            producer.send("T", b"x", key="w")
+        require("No route info of this topic" in refused.value.message, "QSEL-03",
+                f"a send to a read-only topic: {refused.value}")
+        return
+    results = [producer.send("T", b"x", key=f"m{i}") for i in range(8)]
+    queues = sorted({r.queue_id for r in results})
+    require(set(queues) <= {0, 1, 2, 3}, "QSEL-03", f"sent to queues {queues}; the topic writes to 0..3")
+    target.settle(60_000)  # what sits in an unread queue is never consumed: a bounded settle
+    want = sorted(f"m{i}" for i, r in enumerate(results) if r.queue_id is not None and r.queue_id < 2) \
+        if perm & 4 else []
+    require(sorted(_delivered(target)) == want, "TOPIC-01" if not perm & 4 else "QSEL-03",
+            f"perm {perm}, queues {[r.queue_id for r in results]}: delivered {sorted(_delivered(target))}, want {want}")

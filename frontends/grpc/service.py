@@ -150,8 +150,10 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
     @_guard(rpc.QueryRouteResponse)
     def QueryRoute(self, request, client: str):
+        # a 5.x proxy never auto-creates a topic through a route query: TOPIC_NOT_EXIST from the name server is
+        # TOPIC_NOT_FOUND (40402) to the client (TOPIC-02); ``auto_create`` is the broker's on a send
         with self.model.locked():
-            config = self._topic(request.topic.name)
+            config = self._topic(request.topic.name, create=False)
             queues = route_queues(config, self.options.host, self.options.port, self.model.sim.release,
                                   request.topic.resource_namespace)
         return rpc.QueryRouteResponse(status=status(codes.OK), message_queues=queues)

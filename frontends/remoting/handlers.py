@@ -20,6 +20,7 @@ from reference_impl.rules import (
     codes,
     message_id,
     retry5x,
+    sql92,
     storage,
     topic_types,
     validation,
@@ -39,6 +40,9 @@ GET_BROKER_RUNTIME_INFO, SEARCH_OFFSET_BY_TIMESTAMP = 28, 29
 LOCK_BATCH_MQ, UNLOCK_BATCH_MQ = 41, 42
 END_TRANSACTION, CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED = 37, 39, 40
 GET_CONSUMER_RUNNING_INFO, SEND_BATCH_MESSAGE = 307, 320
+CHECK_CLIENT_CONFIG, UPDATE_BROKER_CONFIG = 46, 25
+FLAG_SUBSCRIPTION = 0x4
+"""``PullSysFlag``: the pull carries its subscription; without it the broker uses the one of the group's heart beat."""
 GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, SEND_MESSAGE_V2 = 200, 310
 # response codes (RemotingSysResponseCode, ResponseCode)
@@ -112,6 +116,9 @@ class RemotingBroker:
         """``ConsumerManager``: group -> client id -> the connection its last heart beat came on."""
         self.producers: dict[str, dict[str, int]] = {}
         """``ProducerManager``: group -> client id -> connection."""
+        self.subscriptions: dict[tuple[str, str], tuple[str, str]] = {}
+        """``ConsumerManager``'s subscription data: (group, topic) -> (expression type, expression), as the group's
+        last heart beat said."""
         self.locks: dict[tuple[str, str, int], tuple[str, int]] = {}
         """``RebalanceLockManager``: (group, topic, queue id) -> (client id, spec ms of its last lock)."""
 
@@ -279,7 +286,13 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
             sim.broker.tx_checkers[group] = b.check_transaction
             _note_sent(sim, topic, message, properties)
         else:
-            stored = _store(sim, topic, queue_id, request.body, properties, msg_id)
+            # handleRetryAndDLQ (RETRY-CONC-11): a send to %RETRY%group carries its reconsume times (and the
+            # client's max) in the header; past the max the message goes to %DLQ%group
+            retry = topic.startswith("%RETRY%")
+            stored = _store(sim, topic, queue_id, request.body, properties, msg_id,
+                            header_reconsume_times=int(ext.get("reconsumeTimes") or 0) if retry else None,
+                            header_max_reconsume_times=int(ext["maxReconsumeTimes"])
+                            if retry and ext.get("maxReconsumeTimes") not in (None, "") else None)
             if isinstance(stored, tuple):
                 return request.response(*stored)
             message = stored
@@ -289,9 +302,13 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
 
 
 def _store(sim: Simulation, topic: str, queue_id: int, body: bytes, properties: dict[str, str],
-           msg_id: str) -> Message | tuple[int, str]:
-    """One message into the model's store, noted as sent; or the store's refusal (code, remark)."""
-    put = sim.broker.put(topic, queue_id, body, properties, msg_id, born_ms=sim.clock.now_ms)
+           msg_id: str, header_reconsume_times: int | None = None,
+           header_max_reconsume_times: int | None = None) -> Message | tuple[int, str]:
+    """One message into the model's store, noted as sent; or the store's refusal (code, remark). The header's
+    reconsume times matter on a send to a retry topic (``SendMessageProcessor.handleRetryAndDLQ``)."""
+    put = sim.broker.put(topic, queue_id, body, properties, msg_id, born_ms=sim.clock.now_ms,
+                         header_reconsume_times=header_reconsume_times,
+                         header_max_reconsume_times=header_max_reconsume_times)
     if put.code != codes.R_SUCCESS or put.message is None:
         return put.code, put.remark or "store failed"
     _note_sent(sim, topic, put.message, properties)
@@ -397,11 +414,23 @@ def pull_message(b: RemotingBroker, request: Command, held_until_ms: int | None 
                                     {**bounds, "nextBeginOffset": str(moved)})
         if offset == len(queue):
             return request.response(PULL_NOT_FOUND, "no new message", {**bounds, "nextBeginOffset": str(offset)})
-        wanted = filter_rules.parse_tag_expression(ext.get("subscription")) \
-            if ext.get("expressionType", "TAG") == "TAG" else None
+        kind, expression = ext.get("expressionType") or "TAG", ext.get("subscription")
+        known = b.subscriptions.get((ext.get("consumerGroup", ""), topic))
+        if not int(ext.get("sysFlag", 0)) & FLAG_SUBSCRIPTION and known and known[0] == "SQL92":
+            kind, expression = known  # the heart beat's (a tag subscription is filtered again by its client)
+        wanted = filter_rules.parse_tag_expression(expression) if kind == "TAG" else None
+        # SQL92 (ExpressionMessageFilter, FILTER-06): the broker evaluates the message's properties; not on a retry
+        # topic (filterSupportRetry is off by default, FILTER-04)
+        sql = None
+        if kind == "SQL92" and not topic.startswith("%RETRY%") and sim.broker.enable_property_filter:
+            try:
+                sql = sql92.compile_sql(expression or "", sim.release)
+            except sql92.SqlParseError as exc:
+                return request.response(sql92.SUBSCRIPTION_PARSE_FAILED, str(exc))
         scanned = queue[offset:offset + most * 4]  # like getMessage, scan on past the units the filter drops
-        batch = [m for m in scanned if wanted is None
-                 or filter_rules.broker_tag_match(wanted, filter_rules.tags_code(m.tags))][:most]
+        batch = [m for m in scanned
+                 if (wanted is None or filter_rules.broker_tag_match(wanted, filter_rules.tags_code(m.tags)))
+                 and (sql is None or sql92.sql_matches(sql, m.properties))][:most]
         next_offset = batch[-1].queue_offset + 1 if len(batch) == most else offset + len(scanned)
         if not batch:
             return request.response(PULL_RETRY_IMMEDIATELY, "no matched message",
@@ -452,6 +481,10 @@ def heart_beat(b: RemotingBroker, request: Command) -> Command:
                 continue
             config = sim.broker.group(group)
             sim.broker.ensure_topic(f"%RETRY%{group}", config.retry_queue_nums)
+            for subscription in consumer.get("subscriptionDataSet") or ():
+                if subscription.get("topic"):
+                    b.subscriptions[(group, str(subscription["topic"]))] = (
+                        str(subscription.get("expressionType") or "TAG"), str(subscription.get("subString") or "*"))
             known = b.consumers.setdefault(group, {})
             joined = client not in known
             known[client] = request.connection
@@ -574,6 +607,45 @@ def consumer_running_info(b: RemotingBroker, request: Command) -> Command:
     return request.response(answer.code, answer.remark, dict(answer.ext), answer.body)
 
 
+def update_broker_config(b: RemotingBroker, request: Command) -> Command:
+    """``AdminBrokerProcessor.updateBrokerConfig`` (``mqadmin updateBrokerConfig``): the body is a properties
+    text; the keys this broker models take effect (``enablePropertyFilter``), the others are kept as a broker
+    keeps a key it does not use."""
+    text = request.body.decode("utf-8", "replace")
+    settings = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not line.lstrip().startswith("#"):
+            settings[name.strip()] = value.strip()
+    with b.model.locked() as sim:
+        if "enablePropertyFilter" in settings:
+            sim.broker.enable_property_filter = settings["enablePropertyFilter"].lower() == "true"
+    return request.response(SUCCESS)
+
+
+def check_client_config(b: RemotingBroker, request: Command) -> Command:
+    """``ClientManageProcessor.checkClientConfig``: a consumer that subscribes by other than a tag asks at its
+    start whether the broker filters that way (``enablePropertyFilter``) and whether its expression compiles
+    (FILTER-04, FILTER-05); the remark is the compiler's own message."""
+    try:
+        data = json.loads(request.body.decode("utf-8") or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the body is not a CheckClientRequestBody: {exc}") from None
+    subscription = data.get("subscriptionData") or {}
+    kind = subscription.get("expressionType") or "TAG"
+    if kind == "TAG":  # ExpressionType.isTagType
+        return request.response(SUCCESS)
+    with b.model.locked() as sim:
+        enabled, release = sim.broker.enable_property_filter, sim.release
+    if not enabled:
+        return request.response(SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}")
+    try:
+        sql92.compile_sql(str(subscription.get("subString") or ""), release)
+    except sql92.SqlParseError as exc:
+        return request.response(sql92.SUBSCRIPTION_PARSE_FAILED, str(exc))
+    return request.response(SUCCESS)
+
+
 def runtime_info(b: RemotingBroker, request: Command) -> Command:
     """``AdminBrokerProcessor.getBrokerRuntimeInfo``: a ``KVTable`` of the broker's figures; here the version,
     the message count put so far and ``rmqcTimeScale`` (``TIME_SCALE_KEY``)."""
@@ -593,4 +665,5 @@ HANDLERS: dict[int, Handler] = {
     GET_BROKER_RUNTIME_INFO: runtime_info, LOCK_BATCH_MQ: lock_batch, UNLOCK_BATCH_MQ: unlock_batch,
     SEARCH_OFFSET_BY_TIMESTAMP: search_offset, END_TRANSACTION: end_transaction,
     GET_CONSUMER_RUNNING_INFO: consumer_running_info, SEND_BATCH_MESSAGE: send_batch,
+    CHECK_CLIENT_CONFIG: check_client_config, UPDATE_BROKER_CONFIG: update_broker_config,
 }

@@ -129,7 +129,7 @@ class PushConsumer4x:
             config = self.sim.broker.topics.get(topic)
             if config is None and topic.startswith(retry4x.RETRY_TOPIC_PREFIX):
                 config = self.sim.broker.ensure_topic(topic, self.sim.broker.group(self.group).retry_queue_nums)
-            if config is not None:
+            if config is not None and config.perm & 4:  # readable queue data only (PERM_READ, QSEL-03)
                 out.extend((topic, q) for q in config.read_queue_ids())
         return out
 

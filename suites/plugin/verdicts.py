@@ -72,7 +72,8 @@ def _blamed(sid: str, violated: set[str], result: TestResult) -> TestResult:
                                                  f"{result.reason}"[:500])
 
 
-HABIT_CAPABILITY = {"java": "sdk.java", "python": "sdk.python", "nodejs": "sdk.nodejs", "cpp-4x": "sdk.cpp4x"}
+HABIT_CAPABILITY = {"java": "sdk.java", "python": "sdk.python", "nodejs": "sdk.nodejs", "go": "sdk.go",
+                    "cpp-4x": "sdk.cpp4x"}
 """The capability of a target that drives (or models) the client an SDK habit is of (``sdk.client``)."""
 
 
