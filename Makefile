@@ -4,9 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci -m "not real_release"
+PYTEST_FLAGS ?= -q -p no:cacheprovider --rmq-hypothesis-profile ci -m "not real_release and not sdk_driver"
 
-.PHONY: install browser driver-4x driver-node run test bench bench-spark bench-soak real-gate real-matrix clean
+.PHONY: install browser driver-4x driver-node driver-go driver-java run test bench bench-spark bench-soak real-gate real-matrix clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -53,6 +53,29 @@ drivers/nodejs/node_modules/.installed: drivers/nodejs/package-lock.json drivers
 	  cd drivers/nodejs && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed || \
 	  echo "make: rocketmq-client-nodejs could not be installed; the Node.js SDK tests will be not applicable"; fi
 
+# the Java driver (drivers/java): the official 4.x client and 5.x client, versions pinned in its pom.xml, from Maven
+# Central (offline once cached); without Java or Maven the Java SDK tests are not applicable, never passed
+driver-java: drivers/java/target/.built
+
+drivers/java/target/.built: drivers/java/pom.xml $(shell find drivers/java/src -type f 2>/dev/null)
+	@if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then \
+	  cd drivers/java && mvn -q -B package -DskipTests && touch target/.built || \
+	  echo "make: the Java driver could not be built; the Java SDK tests will be not applicable"; \
+	else echo "make: Java or Maven is missing; the Java SDK tests will be not applicable"; fi
+
+# the official Go 5.x SDK (github.com/apache/rocketmq-clients/golang/v5, pinned in drivers/go/go.mod and go.sum)
+# behind drivers/go, built with go into drivers/go/bin/ (offline once the modules are cached); without Go, or where
+# the build fails, the Go SDK tests are not applicable, never passed
+GO ?= $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; })
+
+driver-go: drivers/go/bin/rmqc-go-driver
+
+drivers/go/bin/rmqc-go-driver: drivers/go/go.mod drivers/go/go.sum $(wildcard drivers/go/*.go)
+	@if [ -n "$(GO)" ]; then \
+	  cd drivers/go && GOFLAGS="-mod=mod -buildvcs=false" $(GO) build -o bin/rmqc-go-driver . || { rm -f bin/rmqc-go-driver; \
+	  echo "make: the Go SDK driver could not be built; the Go SDK tests will be not applicable"; }; \
+	else echo "make: Go is not installed (no go on PATH); the Go SDK tests will be not applicable"; fi
+
 # the release oracle (issue 35): each covered release's jars from Maven Central into ~/.cache/rocketmq-conformance/oracle
 # and suites/java/ReleaseOracle.java compiled there; without Java or Maven its tests are not applicable, never passed
 .PHONY: oracle
@@ -60,18 +83,21 @@ oracle: install
 	-$(BIN)/python -m suites.release_oracle
 
 # the real-release gate (tests/test_real_release.py: the newest covered 5.x release started from Maven Central and
-# held to its expectation file through both SDKs, and the gate biting) runs beside the project's own tests, which
-# yield it the CPU (nice 10): its waits are on the wall clock, theirs are not. The gate takes about 8 minutes.
-REAL_GATE_LOG := reports/out/real-gate.log
-REAL_GATE := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m real_release -rA tests/test_real_release.py
+# held to its expectation file through the SDKs, and the gate biting) and the SDK drivers' runs of the suites
+# against rmqc serve (tests marked sdk_driver: the Java 4.x, Java 5.x and Go clients) run beside the project's own
+# tests, which yield them the CPU (nice 10): their waits are on the wall clock, theirs are not. About 25 minutes.
+BESIDE_LOG := reports/out/beside.log
+BESIDE_TESTS := tests/test_real_release.py tests/test_java_remoting.py tests/test_java_grpc.py tests/test_go_sdk.py
+BESIDE := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m "real_release or sdk_driver" -rA
+REAL_GATE := $(BESIDE) -m real_release tests/test_real_release.py
 
-test: install browser driver-4x driver-node oracle
+test: install browser driver-4x driver-node driver-java driver-go oracle
 	@mkdir -p reports/out
-	@echo "make test: the real-release gate runs beside the other tests (its output: $(REAL_GATE_LOG), shown at the end)"
-	@$(REAL_GATE) > $(REAL_GATE_LOG) 2>&1 & gate=$$!; trap 'kill $$gate 2>/dev/null' INT TERM; \
+	@echo "make test: the real-release gate and the SDK drivers' runs go beside the other tests (their output: $(BESIDE_LOG), shown at the end)"
+	@$(BESIDE) $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; trap 'kill $$beside 2>/dev/null' INT TERM; \
 	nice -n 10 $(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites; own=$$?; \
-	wait $$gate; real=$$?; echo "--- the real-release gate (tests/test_real_release.py), exit $$real ---"; \
-	cat $(REAL_GATE_LOG); test $$own -eq 0 -a $$real -eq 0
+	wait $$beside; real=$$?; echo "--- the real-release gate and the SDK drivers ($(BESIDE_TESTS)), exit $$real ---"; \
+	cat $(BESIDE_LOG); test $$own -eq 0 -a $$real -eq 0
 
 bench: install
 	$(BIN)/python bench/reference_bench.py
@@ -84,12 +110,12 @@ bench-soak: install
 	$(BIN)/python bench/soak_bench.py --events 1000000
 
 # the real-release gate alone (part of make test)
-real-gate: install driver-4x oracle
+real-gate: install driver-4x driver-java oracle
 	$(REAL_GATE)
 
 # every covered release x every SDK target that reaches it, soaks and Spark checks on real brokers: hours, not CI
-real-matrix: install driver-4x
+real-matrix: install driver-4x driver-node driver-java driver-go
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python bench/real_matrix.py
 
 clean:
-	rm -rf $(VENV) .venv-4x drivers/nodejs/node_modules reports/out .hypothesis *.egg-info
+	rm -rf $(VENV) .venv-4x drivers/nodejs/node_modules drivers/go/bin drivers/java/target reports/out .hypothesis *.egg-info

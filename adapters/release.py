@@ -34,7 +34,13 @@ SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
 BROKER_CONF_ENV = "RMQC_RELEASE_BROKER_CONF"
 HOME_ENV = "RMQC_RELEASE_HOME"
 SDK_ENV = "RMQC_RELEASE_SDK"
-"""The 5.x SDK the grpc-5.x profile of a ``release:V`` target drives: ``python`` (the default) or ``nodejs``."""
+"""The 5.x SDK the grpc-5.x profile of a ``release:V`` target drives: ``python`` (the default), ``nodejs``,
+``java`` (rocketmq-client-java) or ``go`` (the Go 5.x client)."""
+SDK_4X_ENV = "RMQC_RELEASE_SDK_4X"
+"""The 4.x SDK the remoting-4.x profile drives: ``cpp`` (the default: rocketmq-client-python over the C++ client)
+or ``java`` (the Java 4.x client, rocketmq-client)."""
+SDKS_5X = ("python", "nodejs", "java", "go")
+SDKS_4X = ("cpp", "java")
 ATTACH_ENV = "RMQC_RELEASE_ATTACH"
 """A running cluster's plan (JSON), set by a process that started it for the processes it spawns (``rmqc soak``'s
 consumers): a ``release:V`` target of the same release there drives that cluster instead of starting its own."""
@@ -193,18 +199,27 @@ def release_grpc_target(cluster: ReleaseCluster, profile: str, **options: Any) -
                                          namesrv=plan.namesrv_address, **options), cluster)
 
 
-def release_node_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
-    """The Node.js 5.x SDK against the release's proxy (``$RMQC_RELEASE_SDK=nodejs``): its driver runs on the
-    release's time scale, groups get the scaled retry ladder before their first client."""
+def release_driver_target(cluster: ReleaseCluster, profile: str, sdk: str, **options: Any) -> Any:
+    """A 5.x SDK behind a driver against the release's proxy (``$RMQC_RELEASE_SDK`` nodejs, java or go): its driver
+    runs on the release's time scale, groups get the scaled retry ladder before their first client."""
     from .grpc import ServerInfo
     from .nodejs import NodeTarget
 
     plan = cluster.plan
+    if sdk == "java":
+        from .java_grpc import JavaTarget as base
+    elif sdk == "go":
+        from .golang import GoTarget as base
+    else:
+        base = NodeTarget
 
-    class ReleaseNodeTarget(NodeTarget):
+    class ReleaseNodeTarget(base):  # type: ignore[valid-type,misc]
         def __init__(self, *args: Any, **kw: Any) -> None:
             self._configured: set[str] = set()
             super().__init__(*args, **kw)
+            # the client's own waits (a FIFO consumer's local retries) are the retry policy the proxy's settings
+            # give it, which the release's keys already compressed: they last the spec time they stand for
+            self.client_timer_scale = 1.0
 
         def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                             retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
@@ -235,13 +250,24 @@ def release_node_target(cluster: ReleaseCluster, profile: str, **options: Any) -
                                          **options), cluster)
 
 
-def release_remoting_target(cluster: ReleaseCluster, profile: str, **options: Any) -> Any:
-    """The 4.x SDK (``rocketmq-client-python``) against the release's name server."""
-    from .remoting4x import RemotingTarget
+def release_remoting_target(cluster: ReleaseCluster, profile: str, sdk: str = "cpp", **options: Any) -> Any:
+    """A 4.x SDK against the release's name server: ``rocketmq-client-python`` (``cpp``) or the Java 4.x client
+    (``java``, ``$RMQC_RELEASE_SDK_4X``)."""
+    if sdk == "java":
+        from .java_remoting import JavaRemotingTarget as target_class
+    else:
+        from .remoting4x import RemotingTarget as target_class
 
     options.pop("namesrv", None)
-    return _as_release(RemotingTarget(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale,
-                                      **options), cluster)
+    return _as_release(target_class(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale,
+                                    **options), cluster)
+
+
+def _sdk(env: str, known: tuple[str, ...], default: str) -> str:
+    sdk = os.environ.get(env) or default
+    if sdk not in known:
+        raise TargetError(f"{env}={sdk!r}: a release is driven through one of {', '.join(known)}")
+    return sdk
 
 
 def build(address: str, profile: str, **options: Any) -> Any:
@@ -251,12 +277,12 @@ def build(address: str, profile: str, **options: Any) -> Any:
         if not cluster.plan.with_proxy:
             reason = cluster.jars.missing.get("proxy") or f"RocketMQ {address} has no proxy"
             raise NotApplicable(f"{RELEASE.text(address)}: no 5.x proxy: {reason}")
-        sdk = os.environ.get(SDK_ENV) or "python"
-        if sdk not in ("python", "nodejs"):
-            raise TargetError(f"{SDK_ENV}={sdk!r}: the 5.x SDK a release is driven through is python or nodejs")
-        return (release_node_target if sdk == "nodejs" else release_grpc_target)(cluster, profile, **options)
+        sdk = _sdk(SDK_ENV, SDKS_5X, "python")
+        if sdk == "python":
+            return release_grpc_target(cluster, profile, **options)
+        return release_driver_target(cluster, profile, sdk, **options)
     if profile == REMOTING_4X:
-        return release_remoting_target(cluster, profile, **options)
+        return release_remoting_target(cluster, profile, _sdk(SDK_4X_ENV, SDKS_4X, "cpp"), **options)
     raise NotApplicable(f"{RELEASE.text(address)} runs {GRPC_5X} and {REMOTING_4X}, not {profile}")
 
 

@@ -9,7 +9,10 @@ from its source release on Maven Central (``adapters.release_jars.build_from_sou
 way is listed with the reason. This is a bench, not CI: a whole run takes about an hour. A run of some
 releases (``--releases``) keeps what earlier runs wrote of the others, and the matrix covers every run folder.
 
-    python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s]
+    python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s] [--serve]
+
+``--serve``: every SDK against one ``rmqc serve`` too (time scale 0.01, folders ``serve-SDK``), so the matrix has a
+column per SDK under each server: the reference beside the real release.
 """
 from __future__ import annotations
 
@@ -30,11 +33,14 @@ from spec import versions  # noqa: E402
 
 SDKS = {"python": ("grpc-5.x", "the official Python 5.x SDK through the release's proxy", {}),
         "nodejs": ("grpc-5.x", "the official Node.js 5.x SDK through the release's proxy", {"RMQC_RELEASE_SDK": "nodejs"}),
-        "cpp4x": ("remoting-4.x", "the 4.x SDK (rocketmq-client-python over the C++ client) through its name server", {})}
+        "java5x": ("grpc-5.x", "the official Java 5.x SDK (rocketmq-client-java) through the release's proxy",
+                   {"RMQC_RELEASE_SDK": "java"}),
+        "go": ("grpc-5.x", "the official Go 5.x SDK through the release's proxy", {"RMQC_RELEASE_SDK": "go"}),
+        "cpp4x": ("remoting-4.x", "the 4.x SDK (rocketmq-client-python over the C++ client) through its name server", {}),
+        "java4x": ("remoting-4.x", "the Java 4.x SDK (rocketmq-client) through its name server",
+                   {"RMQC_RELEASE_SDK_4X": "java"})}
 """The SDK targets a ``release:V`` run can drive: the profile that selects them and the environment that picks the
 SDK (``adapters.release``)."""
-NOT_YET = {"java4x": "the Java 4.x driver is not built yet (issue 34)", "java5x": "the Java 5.x driver is not built yet "
-           "(issue 34)", "go": "the Go driver is not built yet (issue 34)"}
 
 
 def run(command: list[str], log: Path, env: dict[str, str] | None = None, timeout_s: float = 7200) -> int:
@@ -63,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the soak's workload (retries, FIFO and transactions, so the checks have work)")
     parser.add_argument("--out", default=str(ROOT / "reports" / "out" / "real-matrix"))
     parser.add_argument("--docs", default=str(ROOT / "docs" / "real-matrix"))
+    parser.add_argument("--serve", action="store_true", help="run every SDK against rmqc serve as well")
     args = parser.parse_args(argv)
     out, docs = Path(args.out), Path(args.docs)
     out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     sdks = [sdk for sdk in args.sdks.split(",") if sdk]  # --sdks "": the soak alone
     index_path = docs / "index.json"  # a run of some releases keeps what earlier runs wrote of the others
     index: dict[str, dict] = json.loads(index_path.read_text()) if index_path.exists() else {}
-    for release in args.releases.split(","):
+    for release in [r for r in args.releases.split(",") if r]:  # --releases "": rmqc serve alone (--serve)
         started = time.monotonic()
         # what this run does not redo (another SDK's run, the soak) is kept from the last one
         entry: dict = index.setdefault(release, {"runs": {}, "skipped": {}, "soak": None})
@@ -84,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for sdk in sdks:
             entry["skipped"].pop(sdk, None)
             if sdk not in SDKS:
-                entry["skipped"][sdk] = NOT_YET.get(sdk, f"unknown SDK {sdk!r}")
+                entry["skipped"][sdk] = f"unknown SDK {sdk!r} (known: {', '.join(SDKS)})"
                 continue
             profile, _, sdk_env = SDKS[sdk]
             if profile == "grpc-5.x" and not jars.has("proxy"):
@@ -106,15 +113,55 @@ def main(argv: list[str] | None = None) -> int:
             entry["soak"] = soak(release, out, docs, args.soak, Path(args.workload))
         entry["seconds"] = round(time.monotonic() - started, 1)
         print(f"{release}: {entry['seconds'] / 60:.1f} min", flush=True)
+    if args.serve:
+        index["serve"] = {"runs": serve_runs(out, sdks, args.budget), "skipped": {}, "soak": None}
     runs = sorted(folder for folder in out.iterdir() if (folder / "summary.json").exists()
                   and folder.name.split("-")[0] in index)  # every release's runs, the earlier ones too
     if runs:
         code = run(rmqc("report", *map(str, runs), "--out", str(out / "matrix")), out / "report.log")
         if code == 0 and (out / "matrix" / "matrix.json").exists():
             shutil.copy(out / "matrix" / "matrix.json", docs / "matrix.json")
+        # the six SDKs under the newest release and rmqc serve, rendered in headless Chromium (when all twelve ran)
+        code = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-m", "real_release",
+                    str(ROOT / "tests" / "test_sdk_release_matrix.py")], out / "matrix-render.log",
+                   env={"RMQC_MATRIX_RUNS": str(out)})
+        print(f"the SDK x server matrix in Chromium: exit {code} ({out / 'matrix-render.log'})", flush=True)
     index_path.write_text(json.dumps(dict(sorted(index.items())), indent=2) + "\n")
     print(f"matrix: {out / 'matrix' / 'matrix.html'}; summaries in {docs}")
     return 0
+
+
+SERVE_TARGETS = {"python": "grpc://{grpc}", "nodejs": "nodejs://{grpc}", "java5x": "java://{grpc}",
+                 "go": "go://{grpc}", "cpp4x": "remoting://{namesrv}", "java4x": "java-remoting://{namesrv}"}
+"""Each SDK's target against ``rmqc serve`` (its gRPC endpoint, its name server)."""
+
+
+def serve_runs(out: Path, sdks: list[str], budget: float) -> dict:
+    """Each SDK's suites against one ``rmqc serve`` at time scale 0.01 (its clock compressed as ``make test`` runs it)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from serving import namesrv_of, start_serve, stop_serve
+
+    process, grpc = start_serve(0.01)
+    namesrv = namesrv_of(process)
+    runs: dict = {}
+    try:
+        for sdk in sdks:
+            profile = SDKS[sdk][0]
+            folder = out / f"serve-{sdk}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            target = SERVE_TARGETS[sdk].format(grpc=grpc, namesrv=namesrv)
+            t0 = time.monotonic()
+            code = run(rmqc("run", "--target", target, "--profile", profile, "--budget", str(min(budget, 20)),
+                            "--out", str(folder)), folder / "run.log", env={"RMQC_REALTIME_EXAMPLES": "2"})
+            runs[sdk] = {"exit": code, "seconds": round(time.monotonic() - t0, 1)}
+            if (folder / "summary.json").exists():
+                runs[sdk].update(verdict_counts(folder / "summary.json"))
+            print(f"rmqc serve {sdk}: exit {code} in {runs[sdk]['seconds']:.0f} s: {runs[sdk].get('verdicts', {})}",
+                  flush=True)
+    finally:
+        stop_serve(process)
+    return runs
 
 
 def verdict_counts(summary_path: Path) -> dict:

@@ -18,6 +18,9 @@ from serving import ROOT, namesrv_of, start_serve, stop_serve
 
 from adapters.java_driver import CLASSES, DEPENDENCIES, DRIVER_DIR
 
+pytestmark = pytest.mark.sdk_driver
+"""Run beside the project's other tests by ``make test`` (the Makefile's BESIDE_TESTS): its waits are on the wall clock."""
+
 SDK = {"name": "rocketmq-client", "version": "4.9.8"}
 MIN_PASSING = 60
 MUST_PASS = ("ALLOC-00", "ALLOC-01", "ALLOC-02", "ALLOC-03", "ALLOC-04", "ALLOC-05", "ALLOC-06",

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from adapters import release_jars
+from history.outcomes import NotApplicable
 from history.profiles import GRPC_5X, REMOTING_4X
 
 pytestmark = pytest.mark.real_release
@@ -66,6 +67,43 @@ def test_the_newest_release_passes_its_gate_through_both_sdks(tmp_path):
     assert counts.get("pass", 0) >= 20  # a gate that checked next to nothing would pass too
     release = summary["timing"]["release"]
     assert release["release"] == NEWEST and release["keys"]["broker"]["transactionCheckInterval"] > 0
+
+
+JAVA_4X_SUBSET = "delay or send or retry or filter or order"
+"""What ``make test`` runs of the remoting-4.x suites through the Java 4.x client against the release: sends, delay
+levels, the retry ladder, filters and orderly consumption (about a third of the whole run, which takes 15 minutes
+of wall time and belongs to ``make real-matrix``)."""
+
+
+def test_the_newest_release_passes_its_gate_through_the_java_4x_client(tmp_path):
+    """The same release and expectation file through the Java 4.x client (rocketmq-client, drivers/java), the client
+    the spec's remoting-4.x behaviours were read from, over ``JAVA_4X_SUBSET``: the gate passes, and it checks more
+    than a handful."""
+    _jars_or_not_applicable(NEWEST)
+    from adapters.java_driver import java_command
+
+    try:
+        java_command("java-remoting://", "remoting")
+    except NotApplicable as exc:
+        pytest.skip(f"not applicable: {exc}")
+    started = time.monotonic()
+    run = _rmqc_run(tmp_path, "--target", f"release:{NEWEST}", "--profile", REMOTING_4X, "-k", JAVA_4X_SUBSET,
+                    "--expectations", str(ROOT / "expectations" / f"rocketmq-{NEWEST}.yaml"), "--budget",
+                    str(GATE_BUDGET_S), env={"RMQC_RELEASE_SDK_4X": "java"}, timeout_s=900)
+    elapsed = time.monotonic() - started
+    assert (tmp_path / "summary.json").exists(), f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    counts: dict[str, int] = {}
+    for behaviour in summary["behaviours"].values():
+        counts[behaviour["verdict"]] = counts.get(behaviour["verdict"], 0) + 1
+    gate = summary["gate"]
+    print(f"release:{NEWEST} gate through the Java 4.x client in {elapsed:.0f} s: {counts}; "
+          f"expected failures {[e['id'] for e in gate['expected_failures']]}")
+    assert run.returncode == 0 and gate["passed"], (
+        f"unexpected failures {gate['unexpected_failures']}, unexpected passes {gate['unexpected_passes']}\n"
+        + run.stdout[-4000:] + run.stderr[-2000:])
+    assert summary["sdk"] == {"name": "rocketmq-client", "version": "4.9.8"}, summary.get("sdk")
+    assert counts.get("pass", 0) >= 10
 
 
 def test_a_release_started_with_a_changed_key_turns_the_gate_red_naming_the_behaviour(tmp_path):
