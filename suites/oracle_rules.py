@@ -1342,6 +1342,8 @@ NOT_CHECKED: dict[str, str] = {
     "node5x.simple_ack_raises": NODE,
     "go5x.declared_topics": GO,
     "go5x.simple_ack_code": GO,
+    "java5x.declared_topics": CLIENT_JAVA,
+    "java5x.client_refusal": CLIENT_JAVA,
     "offsets.compute_pull_from_where": "needs a started consumer and broker: computePullFromWhereWithException asks "
                                        "the broker for the stored offset",
     "offsets.broker_query_offset": "needs a started broker's consumer offset manager and message store",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from history.outcomes import NotApplicable
+from reference_impl.rules import java5x
 from reference_impl.rules.codes import RocketMQError
 from spec import versions
 from suites.checks import require
@@ -68,19 +69,15 @@ def cpp_client_expectation(overrides: dict, code: int, message: str, spec_id: st
     return -1, message, spec_id
 
 
-JAVA_5X_MAX_BODY = 4 * 1024 * 1024
-"""The ``publishing.max_body_size`` a 5.x proxy's settings give the Java client (SDK-JAVA5-02)."""
-
-
 def java_client_expectation(overrides: dict, code: int, message: str, spec_id: str) -> tuple[int, str, str]:
-    """A Java 5.x row as the official Java client meets it (SDK-JAVA5-02): it refuses a body over the settings'
-    maximum, and a message type the topic ("T", NORMAL) does not accept, itself, before the proxy could answer."""
+    """A Java 5.x row as the official Java client meets it (SDK-JAVA5-02, ``java5x.client_refusal``): it refuses a
+    body over the settings' maximum, and a message type the topic ("T", NORMAL) does not accept, itself, before the
+    proxy could answer."""
     body = overrides.get("body")
-    if isinstance(body, bytes) and len(body) > JAVA_5X_MAX_BODY:
-        return -1, f"Message body size exceeds the threshold, max size={JAVA_5X_MAX_BODY} bytes", "SDK-JAVA5-02"
-    if overrides.get("message_group") is not None and overrides.get("delivery_timestamp_ms") is None:
-        return -1, "Current message type not match with topic accept message types", "SDK-JAVA5-02"
-    return code, message, spec_id
+    fifo = overrides.get("message_group") is not None and overrides.get("delivery_timestamp_ms") is None
+    refused = java5x.client_refusal(len(body) if isinstance(body, bytes) else 1, "FIFO" if fifo else "NORMAL",
+                                    ["NORMAL"])
+    return (*refused, "SDK-JAVA5-02") if refused else (code, message, spec_id)
 
 
 def _alternatives(message: str | tuple[str, ...]) -> tuple[str, ...]:

@@ -3,11 +3,10 @@ against ``rmqc serve`` (``--target go://``) at time scale 0.01, every line its d
 driver-protocol schema: no failure, its habits (SDK-GO-*) shown, and the behaviours it runs end to end passed."""
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
+from sdk_runs import assert_no_failure, schema_checked_lines, verdicts_of
 from serving import start_serve, stop_serve
 from test_sdk_matrix import _run
 
@@ -20,7 +19,6 @@ pytestmark = pytest.mark.sdk_driver
 MUST_PASS = ("RETRY-5X-07", "RETRY-5X-10", "FIFO-05", "TX-02", "TX-03", "TX-04", "FILTER-01", "FILTER-02",
              "FILTER-03", "DELAY-08", "TOPIC-05", "LIMIT-02", "SDK-GO-01", "SDK-GO-02")
 """Behaviours the Go SDK runs end to end through rmqc serve; they pass, not only 'not failed'."""
-VALIDATED = re.compile(r"rmqc: driver protocol: (\d+) lines checked against the schema with driver:\S*rmqc-go-driver ")
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +40,11 @@ def go_run(tmp_path_factory):
 @pytest.mark.spec("SDK-GO-01", "SDK-GO-02", "RETRY-5X-09", "TX-07")
 def test_the_grpc_suites_pass_through_the_go_sdk(go_run) -> None:
     folder, run = go_run
-    summary = json.loads((Path(folder) / "summary.json").read_text())
-    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    print(f"grpc-5.x verdicts through {SDK_MODULE} {sdk_version()}:")
-    for verdict in sorted(set(verdicts.values())):
-        ids = sorted(sid for sid, v in verdicts.items() if v == verdict)
-        print(f"  {verdict} ({len(ids)}): {' '.join(ids)}")
-    failed = {sid: [t["reason"] for t in b["tests"] if t["verdict"] == "fail"][:1]
-              for sid, b in summary["behaviours"].items() if b["verdict"] == "fail"}
-    assert not failed, f"{failed}\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    summary, verdicts = verdicts_of(Path(folder), f"grpc-5.x verdicts through {SDK_MODULE} {sdk_version()}")
+    assert_no_failure(summary, run)
     assert summary["sdk"] == {"name": SDK_MODULE, "version": "v5.1.4"} and sdk_version() == "v5.1.4"
     assert all(verdicts.get(sid) == "pass" for sid in MUST_PASS), {sid: verdicts.get(sid) for sid in MUST_PASS}
-    # the schema check was on: every line both ways went through it (a line off the protocol fails its test)
-    checked = sum(int(n) for n in VALIDATED.findall(run.stderr))
-    print(f"driver-protocol lines checked against the schema: {checked}")
+    checked = schema_checked_lines(run, "rmqc-go-driver")
     assert checked > 5000, run.stderr[-2000:]
 
 

@@ -3,13 +3,12 @@ against ``rmqc serve`` (``--target java://``), every line its driver writes chec
 schema: 0 failures, and the behaviours below pass end to end."""
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from sdk_runs import assert_no_failure, schema_checked_lines, verdicts_of
 from serving import start_serve, stop_serve
 from test_sdk_matrix import _run
 
@@ -21,7 +20,6 @@ pytestmark = pytest.mark.sdk_driver
 MUST_PASS = ("RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-09", "TX-02", "TX-03", "TX-04", "FILTER-01", "DELAY-08",
              "TOPIC-05", "SDK-JAVA5-01", "SDK-JAVA5-02")
 """Behaviours the Java 5.x client runs end to end through rmqc serve; they pass, not only 'not failed'."""
-VALIDATED = re.compile(r"rmqc: driver protocol: (\d+) lines checked against the schema with driver:\S*java\S* ")
 SDK = {"name": "rocketmq-client-java", "version": "5.2.0"}
 
 
@@ -48,19 +46,9 @@ def java_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
 
 def test_the_grpc_suites_pass_through_the_java_5x_client(java_run) -> None:
     folder, run = java_run
-    summary = json.loads((folder / "summary.json").read_text())
-    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    print("grpc-5.x verdicts through rocketmq-client-java:")
-    for verdict in sorted(set(verdicts.values())):
-        ids = sorted(sid for sid, v in verdicts.items() if v == verdict)
-        print(f"  {verdict} ({len(ids)}): {' '.join(ids)}")
-    failed = {sid: [t["reason"] for t in b["tests"] if t["verdict"] == "fail"][:1]
-              for sid, b in summary["behaviours"].items() if b["verdict"] == "fail"}
-    assert not failed, f"{failed}\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    summary, verdicts = verdicts_of(folder, "grpc-5.x verdicts through rocketmq-client-java")
+    assert_no_failure(summary, run)
     assert summary["sdk"] == SDK
     assert all(verdicts.get(sid) == "pass" for sid in MUST_PASS), {sid: verdicts.get(sid) for sid in MUST_PASS}
-    # the schema check was on: every line both ways went through it (a line off the protocol fails its test)
-    checked = sum(int(n) for n in VALIDATED.findall(run.stderr))
-    print(f"driver-protocol lines checked against the schema: {checked}")
+    checked = schema_checked_lines(run, "java")
     assert checked > 1000, run.stderr[-2000:]

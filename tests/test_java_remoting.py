@@ -5,15 +5,14 @@ behaviours are the catalog's: none fails, and at least 60 behaviours pass end to
 where Java or the driver's build is missing; never passed."""
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sdk_runs import assert_no_failure, schema_checked_lines, verdicts_of
 from serving import ROOT, namesrv_of, start_serve, stop_serve
 
 from adapters.java_driver import CLASSES, DEPENDENCIES, DRIVER_DIR
@@ -44,7 +43,6 @@ NOT_APPLICABLE = {
 }
 """Behaviours of the 4.x client the suites cannot show through a real client and rmqc serve, and why (the catalog's
 pure-rule tests still hold the reference to them)."""
-VALIDATED = re.compile(r"rmqc: driver protocol: (\d+) lines checked against the schema with driver:\S*java\S* ")
 
 
 def require_java_driver() -> None:
@@ -68,16 +66,8 @@ def test_the_remoting_suites_pass_through_the_java_4x_client(tmp_path: Path) -> 
                                   "RMQC_DRIVER_VALIDATE": "1"})
     finally:
         stop_serve(process)
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    print("remoting-4.x verdicts through rocketmq-client 4.9.8:")
-    for verdict in sorted(set(verdicts.values())):
-        ids = sorted(sid for sid, v in verdicts.items() if v == verdict)
-        print(f"  {verdict} ({len(ids)}): {' '.join(ids)}")
-    failed = {sid: [t["reason"] for t in b.get("tests", []) if t.get("verdict") == "fail"][:1]
-              for sid, b in summary["behaviours"].items() if b["verdict"] == "fail"}
-    assert not failed, f"{failed}\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    summary, verdicts = verdicts_of(tmp_path / "run", "remoting-4.x verdicts through rocketmq-client 4.9.8")
+    assert_no_failure(summary, run)
     assert summary["sdk"] == SDK
     assert all(verdicts.get(sid) == "pass" for sid in MUST_PASS), \
         {sid: verdicts.get(sid) for sid in MUST_PASS if verdicts.get(sid) != "pass"}
@@ -86,6 +76,5 @@ def test_the_remoting_suites_pass_through_the_java_4x_client(tmp_path: Path) -> 
     # what cannot be shown here is not applicable, never passed
     assert all(verdicts.get(sid) == "not applicable" for sid in NOT_APPLICABLE), \
         {sid: verdicts.get(sid) for sid in NOT_APPLICABLE}
-    # the schema check was on: every line both ways went through it (a line off the protocol fails its test)
-    checked = sum(int(n) for n in VALIDATED.findall(run.stderr))
+    checked = schema_checked_lines(run, "java")
     assert checked > 1000, run.stderr[-2000:]

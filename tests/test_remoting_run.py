@@ -4,13 +4,13 @@ behaviour it can run passes, or is a recorded habit of the C++ client the SDK wr
 fails. Not applicable, with the reason, where the 4.x SDK cannot run here."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sdk_runs import assert_no_failure, verdicts_of
 from serving import ROOT, namesrv_of, require_4x_sdk, start_serve, stop_serve
 
 MUST_PASS = ("RETRY-CONC-04", "RETRY-CONC-07", "DELAY-01", "ORDER-4X-02", "SDK-CPP-03", "SDK-CPP-08", "LIMIT-02",
@@ -30,14 +30,6 @@ def test_the_remoting_suites_pass_through_the_4x_sdk(tmp_path: Path) -> None:
                              env={**os.environ, "PYTHONPATH": str(ROOT), "RMQC_REALTIME_EXAMPLES": "2"})
     finally:
         stop_serve(process)
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    print("remoting-4.x verdicts through rocketmq-client-python 2.0.0:")
-    for verdict in sorted(set(verdicts.values())):
-        ids = sorted(sid for sid, v in verdicts.items() if v == verdict)
-        print(f"  {verdict} ({len(ids)}): {' '.join(ids)}")
-    failed = {sid: [r["reason"] for r in b.get("tests", []) if r.get("verdict") == "fail"][:1]
-              for sid, b in summary["behaviours"].items() if b["verdict"] == "fail"}
-    assert not failed, f"{failed}\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    summary, verdicts = verdicts_of(tmp_path / "run", "remoting-4.x verdicts through rocketmq-client-python 2.0.0")
+    assert_no_failure(summary, run)
     assert all(verdicts.get(sid) == "pass" for sid in MUST_PASS), {sid: verdicts.get(sid) for sid in MUST_PASS}

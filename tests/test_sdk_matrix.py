@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from nodejs import require_node_sdk
+from sdk_runs import assert_no_failure, schema_checked_lines, verdicts_of
 from serving import ROOT, start_serve, stop_serve
 from test_reports import CHROMIUM_FLAGS, chromium
 
@@ -21,7 +22,6 @@ from history.outcomes import NotApplicable
 MUST_PASS = ("RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-09", "RETRY-5X-10", "FIFO-05", "TX-02", "TX-03", "TX-04",
              "FILTER-01", "DELAY-08", "SDK-NODE-01", "SDK-NODE-05", "SDK-NODE-06")
 """Behaviours the Node.js SDK runs end to end through rmqc serve; they pass, not only 'not failed'."""
-VALIDATED = re.compile(r"rmqc: driver protocol: (\d+) lines checked against the schema with driver:\S*node\S* ")
 
 
 def _run(target: str, out: Path, extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -50,21 +50,11 @@ def sdk_runs(tmp_path_factory) -> dict[str, tuple[Path, subprocess.CompletedProc
 @pytest.mark.spec("SDK-NODE-01", "SDK-NODE-05", "SDK-NODE-06", "RETRY-5X-06", "TX-03")
 def test_the_grpc_suites_pass_through_the_nodejs_sdk(sdk_runs) -> None:
     folder, run = sdk_runs["nodejs"]
-    summary = json.loads((folder / "summary.json").read_text())
-    verdicts = {sid: b["verdict"] for sid, b in summary["behaviours"].items()}
-    print("grpc-5.x verdicts through rocketmq-client-nodejs:")
-    for verdict in sorted(set(verdicts.values())):
-        ids = sorted(sid for sid, v in verdicts.items() if v == verdict)
-        print(f"  {verdict} ({len(ids)}): {' '.join(ids)}")
-    failed = {sid: [t["reason"] for t in b["tests"] if t["verdict"] == "fail"][:1]
-              for sid, b in summary["behaviours"].items() if b["verdict"] == "fail"}
-    assert not failed, f"{failed}\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    summary, verdicts = verdicts_of(folder, "grpc-5.x verdicts through rocketmq-client-nodejs")
+    assert_no_failure(summary, run)
     assert summary["sdk"] == {"name": "rocketmq-client-nodejs", "version": "1.0.8"}
     assert all(verdicts.get(sid) == "pass" for sid in MUST_PASS), {sid: verdicts.get(sid) for sid in MUST_PASS}
-    # the schema check was on: every line both ways went through it (a line off the protocol fails its test)
-    checked = sum(int(n) for n in VALIDATED.findall(run.stderr))
-    print(f"driver-protocol lines checked against the schema: {checked}")
+    checked = schema_checked_lines(run, "node")
     assert checked > 1000, run.stderr[-2000:]
 
 
