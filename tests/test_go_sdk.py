@@ -14,7 +14,7 @@ from adapters.golang import BINARY, SDK_MODULE, require_binary, sdk_version
 from history.outcomes import NotApplicable
 
 pytestmark = pytest.mark.sdk_driver
-"""Run beside the project's other tests by ``make test`` (the Makefile's BESIDE_TESTS): its waits are on the wall clock."""
+"""Run by ``make sdk-drivers`` (the Makefile's SDK_DRIVER_TESTS), not beside the project's own timing tests."""
 
 MUST_PASS = ("RETRY-5X-07", "RETRY-5X-10", "FIFO-05", "TX-02", "TX-03", "TX-04", "FILTER-01", "FILTER-02",
              "FILTER-03", "DELAY-08", "TOPIC-05", "LIMIT-02", "SDK-GO-01", "SDK-GO-02")

@@ -15,7 +15,7 @@ from test_sdk_matrix import _run
 from adapters.java_driver import CLASSES, DEPENDENCIES, DRIVER_DIR
 
 pytestmark = pytest.mark.sdk_driver
-"""Run beside the project's other tests by ``make test`` (the Makefile's BESIDE_TESTS): its waits are on the wall clock."""
+"""Run by ``make sdk-drivers`` (the Makefile's SDK_DRIVER_TESTS), not beside the project's own timing tests."""
 
 MUST_PASS = ("RETRY-5X-06", "RETRY-5X-07", "RETRY-5X-09", "TX-02", "TX-03", "TX-04", "FILTER-01", "DELAY-08",
              "TOPIC-05", "SDK-JAVA5-01", "SDK-JAVA5-02")

@@ -18,7 +18,7 @@ from serving import ROOT, namesrv_of, start_serve, stop_serve
 from adapters.java_driver import CLASSES, DEPENDENCIES, DRIVER_DIR
 
 pytestmark = pytest.mark.sdk_driver
-"""Run beside the project's other tests by ``make test`` (the Makefile's BESIDE_TESTS): its waits are on the wall clock."""
+"""Run by ``make sdk-drivers`` (the Makefile's SDK_DRIVER_TESTS), not beside the project's own timing tests."""
 
 SDK = {"name": "rocketmq-client", "version": "4.9.8"}
 MIN_PASSING = 60
