@@ -69,12 +69,14 @@ def test_the_newest_release_passes_its_gate_through_both_sdks(tmp_path):
     assert release["release"] == NEWEST and release["keys"]["broker"]["transactionCheckInterval"] > 0
 
 
-JAVA_4X_SUBSET = "send or retry or filter or order"
+JAVA_4X_SUBSET = "(send or retry or filter or order) and not suspend_time"
 """What ``make test`` runs of the remoting-4.x suites through the Java 4.x client against the release: sends, the
 retry ladder, filters and orderly consumption (about a third of the whole run, which takes 15 minutes of wall time
-and belongs to ``make real-matrix``). Delay levels are left to the gate's C++ run: through the Java client, beside
-the other tests, a level-1 delivery once came 1,031 spec ms late (103 wall ms at the release's time scale, the
-order of the broker's 100 ms schedule tick, which no key compresses); not yet explained."""
+and belongs to ``make real-matrix``). Left to the gate's C++ run and to ``make real-matrix``, because beside the
+project's own tests the Java client's own short waits came late: a level-1 delay once 1,031 spec ms late (103 wall
+ms at the release's time scale, the order of the broker's 100 ms schedule tick, which no key compresses), and an
+orderly retry after the 10 ms suspend clamp (ORDER-4X-02) once 150 ms after the first delivery. Neither is
+explained yet; both passed when the run had the machine to itself."""
 
 
 def test_the_newest_release_passes_its_gate_through_the_java_4x_client(tmp_path):
