@@ -82,24 +82,27 @@ drivers/go/bin/rmqc-go-driver: drivers/go/go.mod drivers/go/go.sum $(wildcard dr
 oracle: install
 	-$(BIN)/python -m suites.release_oracle
 
-# the real-release gate (tests/test_real_release.py: the newest covered 5.x release started from Maven Central and
-# held to its expectation file through the SDKs, the Java 4.x client among them, and the gate biting) runs beside the
-# project's own tests, which yield it the CPU (nice 10): its waits are on the wall clock, theirs are not. About 10 minutes.
+# beside the project's own tests, which yield them the CPU (nice 10): their waits are on the wall clock, theirs are
+# not. One at a time, about 20 minutes in all:
+# - the real-release gate (tests/test_real_release.py: the newest covered 5.x release started from Maven Central and
+#   held to its expectation file through the SDKs, the Java 4.x client among them, and the gate biting);
+# - the SDK drivers' whole runs of the suites against rmqc serve (tests marked sdk_driver: the Java 4.x, Java 5.x and
+#   Go clients). Run beside the project's tests all at once with the gate they made its timing tests flaky; one after
+#   the other, behind the gate, they load the machine no more than the gate does.
 BESIDE_LOG := reports/out/beside.log
 BESIDE_TESTS := tests/test_real_release.py
-BESIDE := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m real_release -rA
-REAL_GATE := $(BESIDE) tests/test_real_release.py
-# the SDK drivers' whole runs of the suites against rmqc serve (tests marked sdk_driver: the Java 4.x, Java 5.x and Go
-# clients, about 11 minutes): CPU-bound at a compressed time scale, they made the project's own timing tests flaky
-# when run beside them, so they run on their own
 SDK_DRIVER_TESTS := tests/test_java_remoting.py tests/test_java_grpc.py tests/test_go_sdk.py
+BESIDE_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -rA
+REAL_GATE := $(BESIDE_PYTEST) -m real_release $(BESIDE_TESTS)
+SDK_DRIVERS := $(BESIDE_PYTEST) -m sdk_driver $(SDK_DRIVER_TESTS)
 
 test: install browser driver-4x driver-node driver-java driver-go oracle
 	@mkdir -p reports/out
-	@echo "make test: the real-release gate runs beside the other tests (its output: $(BESIDE_LOG), shown at the end)"
-	@$(BESIDE) $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; trap 'kill $$beside 2>/dev/null' INT TERM; \
+	@echo "make test: the real-release gate and the SDK drivers' runs go beside the other tests (their output: $(BESIDE_LOG), shown at the end)"
+	@{ $(REAL_GATE); gate=$$?; $(SDK_DRIVERS); sdk=$$?; test $$gate -eq 0 -a $$sdk -eq 0; } > $(BESIDE_LOG) 2>&1 & \
+	beside=$$!; trap 'kill $$beside 2>/dev/null' INT TERM; \
 	nice -n 10 $(BIN)/python -m pytest $(PYTEST_FLAGS) tests suites; own=$$?; \
-	wait $$beside; real=$$?; echo "--- the real-release gate ($(BESIDE_TESTS)), exit $$real ---"; \
+	wait $$beside; real=$$?; echo "--- beside: the real-release gate ($(BESIDE_TESTS)), the SDK drivers ($(SDK_DRIVER_TESTS)), exit $$real ---"; \
 	cat $(BESIDE_LOG); test $$own -eq 0 -a $$real -eq 0
 
 bench: install
@@ -112,9 +115,9 @@ bench-spark: install
 bench-soak: install
 	$(BIN)/python bench/soak_bench.py --events 1000000
 
-# the SDK drivers' runs against rmqc serve (not in make test: see SDK_DRIVER_TESTS)
+# the SDK drivers' runs against rmqc serve alone (part of make test)
 sdk-drivers: install driver-java driver-go
-	$(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -m sdk_driver -rA $(SDK_DRIVER_TESTS)
+	$(SDK_DRIVERS)
 
 # the real-release gate alone (part of make test)
 real-gate: install driver-4x driver-java oracle

@@ -143,6 +143,15 @@ class Target(abc.ABC):
     broker_timing: BrokerTiming = DEFAULT_TIMING
     """The server's configured delay table and default retry ladder where they differ from the spec's."""
 
+    def notes(self) -> list[str]:
+        """What the target saw of its own clients that a failure's reader needs besides the failure (a consumer
+        that had not taken its queues when the harness went on); a failing test's reason carries them."""
+        return list(getattr(self, "_notes", ()))
+
+    def note(self, text: str) -> None:
+        """Keep one of ``notes``."""
+        self._notes = [*getattr(self, "_notes", ()), text]
+
     def require(self, *capabilities: str) -> None:
         missing = [c for c in capabilities if c not in self.capabilities]
         if missing:

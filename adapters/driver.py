@@ -394,8 +394,14 @@ class DriverTarget(Target):
     def _push(self, cmd: str, group: str, topic: str, listener: Listener, options: dict[str, Any]) -> "DriverConsumer":
         handle = self._handle("c")
         self.listeners[handle] = listener
-        self.call(cmd, handle=handle, group=group, topic=topic, listener="ask", options=options)
+        self._note_unsettled(self.call(cmd, handle=handle, group=group, topic=topic, listener="ask", options=options))
         return DriverConsumer(self, handle)
+
+    def _note_unsettled(self, answer: dict[str, Any]) -> None:
+        """A 4.x driver answers a consumer's start or stop once its group has rebalanced, or says what it had not
+        done when it stopped waiting (``unsettled``): kept for the failure that may follow (``Target.notes``)."""
+        if answer.get("unsettled"):
+            self.note(f"{self.name}: {answer['unsettled']}")
 
     def simple_consumer_5x(self, group: str, topic: str, **options: Any) -> "DriverSimpleConsumer":
         handle = self._handle("s")
@@ -452,10 +458,10 @@ class DriverConsumer:
         self.target, self.handle = target, handle
 
     def shutdown(self) -> None:
-        self.target.call("shutdown", handle=self.handle)
+        self.target._note_unsettled(self.target.call("shutdown", handle=self.handle))
 
     def crash(self) -> None:
-        self.target.call("crash", handle=self.handle)
+        self.target._note_unsettled(self.target.call("crash", handle=self.handle))
 
     def _state(self) -> dict[str, Any]:
         return self.target.call("consumer_state", handle=self.handle)

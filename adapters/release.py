@@ -28,7 +28,7 @@ from .base import TargetError
 from .release_cluster import ReleaseCluster, ReleaseStartError, choose_ports, progress_to_stderr
 from .release_jars import ReleaseJars, ReleaseUnavailable, resolve
 from .release_plan import DEFAULT_TIME_SCALE, Ports, ReleasePlan, wire_ladder_ms
-from .targets import RELEASE, Probe
+from .targets import GO, JAVA, JAVA_REMOTING, NODEJS, RELEASE, REMOTING, Probe, TargetKind
 
 SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
 BROKER_CONF_ENV = "RMQC_RELEASE_BROKER_CONF"
@@ -41,6 +41,10 @@ SDK_4X_ENV = "RMQC_RELEASE_SDK_4X"
 or ``java`` (the Java 4.x client, rocketmq-client)."""
 SDKS_5X = ("python", "nodejs", "java", "go")
 SDKS_4X = ("cpp", "java")
+DRIVER_TARGETS = {"nodejs": (NODEJS, "NodeTarget"), "java": (JAVA, "JavaTarget"), "go": (GO, "GoTarget")}
+"""A 5.x SDK behind a driver -> its kind in the target table and the class its module gives a session."""
+REMOTING_TARGETS = {"cpp": (REMOTING, "RemotingTarget"), "java": (JAVA_REMOTING, "JavaRemotingTarget")}
+"""A 4.x SDK -> its kind in the target table and its session's class."""
 ATTACH_ENV = "RMQC_RELEASE_ATTACH"
 """A running cluster's plan (JSON), set by a process that started it for the processes it spawns (``rmqc soak``'s
 consumers): a ``release:V`` target of the same release there drives that cluster instead of starting its own."""
@@ -203,17 +207,11 @@ def release_driver_target(cluster: ReleaseCluster, profile: str, sdk: str, **opt
     """A 5.x SDK behind a driver against the release's proxy (``$RMQC_RELEASE_SDK`` nodejs, java or go): its driver
     runs on the release's time scale, groups get the scaled retry ladder before their first client."""
     from .grpc import ServerInfo
-    from .nodejs import NodeTarget
 
     plan = cluster.plan
-    if sdk == "java":
-        from .java_grpc import JavaTarget as base
-    elif sdk == "go":
-        from .golang import GoTarget as base
-    else:
-        base = NodeTarget
+    base = _target_class(*DRIVER_TARGETS[sdk])
 
-    class ReleaseNodeTarget(base):  # type: ignore[valid-type,misc]
+    class ReleaseDriverTarget(base):  # type: ignore[valid-type,misc]
         def __init__(self, *args: Any, **kw: Any) -> None:
             self._configured: set[str] = set()
             super().__init__(*args, **kw)
@@ -246,21 +244,22 @@ def release_driver_target(cluster: ReleaseCluster, profile: str, sdk: str, **opt
     options.pop("namesrv", None)
     info = ServerInfo(plan.time_scale, time.time() * 1000, False, f"RocketMQ {plan.release}", plan.release,
                       release=plan.release)
-    return _as_release(ReleaseNodeTarget(plan.grpc_address, profile, namesrv=plan.namesrv_address, info=info,
-                                         **options), cluster)
+    return _as_release(ReleaseDriverTarget(plan.grpc_address, profile, namesrv=plan.namesrv_address, info=info,
+                                           **options), cluster)
 
 
 def release_remoting_target(cluster: ReleaseCluster, profile: str, sdk: str = "cpp", **options: Any) -> Any:
     """A 4.x SDK against the release's name server: ``rocketmq-client-python`` (``cpp``) or the Java 4.x client
     (``java``, ``$RMQC_RELEASE_SDK_4X``)."""
-    if sdk == "java":
-        from .java_remoting import JavaRemotingTarget as target_class
-    else:
-        from .remoting4x import RemotingTarget as target_class
-
+    target_class = _target_class(*REMOTING_TARGETS[sdk])
     options.pop("namesrv", None)
     return _as_release(target_class(cluster.plan.namesrv_address, profile, time_scale=cluster.plan.time_scale,
                                     **options), cluster)
+
+
+def _target_class(kind: TargetKind, name: str) -> type:
+    """The session class ``name`` of the module a target kind names (imported on first use: each pulls its SDK)."""
+    return getattr(kind.module(), name)
 
 
 def _sdk(env: str, known: tuple[str, ...], default: str) -> str:

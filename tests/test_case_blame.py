@@ -64,3 +64,38 @@ def test_a_failing_case_blames_only_its_behaviours(pytester: pytest.Pytester) ->
     assert behaviours["DELAY-04"]["verdict"] == "not applicable", behaviours["DELAY-04"]
     reason = behaviours["DELAY-04"]["tests"][0]["reason"]
     assert "lacks capability a" in reason and "lacks capability b" in reason, reason  # both outcomes, one verdict
+
+
+NOTED = '''
+import pytest
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ORDER-4X-02")
+def test_noted_and_failing(make_target):
+    from suites.checks import SpecViolation
+    target = make_target()
+    target.note("group G had not rebalanced 15000 wall ms after a member started or stopped: holds queues []")
+    raise SpecViolation("ORDER-4X-02", "key m0: 0 deliveries, the spec says 4")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("ORDER-4X-03")
+def test_noted_and_passing(make_target):
+    make_target().note("group G had not rebalanced")
+'''
+
+
+def test_a_failure_carries_what_its_target_noted(pytester: pytest.Pytester) -> None:
+    """A consumer that had not taken its queues when the story began (``Target.notes``) is evidence beside the
+    behaviour a failure names: the failing test's reason carries it; a passing test's verdict is unchanged."""
+    pytester.makepyfile(test_noted=NOTED)
+    out = pytester.path / "out"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rmq-hypothesis-profile", "ci", "--rmq-out", str(out))
+    behaviours = json.loads((out / "summary.json").read_text())["behaviours"]
+    failed = behaviours["ORDER-4X-02"]["tests"][0]
+    assert failed["verdict"] == "fail"
+    assert "0 deliveries" in failed["reason"] and "(the target noted: group G had not rebalanced 15000 wall ms" \
+        in failed["reason"], failed["reason"]
+    assert behaviours["ORDER-4X-03"]["tests"][0] == {**behaviours["ORDER-4X-03"]["tests"][0], "verdict": "pass",
+                                                     "reason": ""}

@@ -14,7 +14,8 @@ from adapters.golang import BINARY, SDK_MODULE, require_binary, sdk_version
 from history.outcomes import NotApplicable
 
 pytestmark = pytest.mark.sdk_driver
-"""Run by ``make sdk-drivers`` (the Makefile's SDK_DRIVER_TESTS), not beside the project's own timing tests."""
+"""Run beside the project's own tests in ``make test``, after the real-release gate (the Makefile's SDK_DRIVER_TESTS), and
+by ``make sdk-drivers`` alone."""
 
 MUST_PASS = ("RETRY-5X-07", "RETRY-5X-10", "FIFO-05", "TX-02", "TX-03", "TX-04", "FILTER-01", "FILTER-02",
              "FILTER-03", "DELAY-08", "TOPIC-05", "LIMIT-02", "SDK-GO-01", "SDK-GO-02")

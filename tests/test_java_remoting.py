@@ -18,7 +18,8 @@ from serving import ROOT, namesrv_of, start_serve, stop_serve
 from adapters.java_driver import CLASSES, DEPENDENCIES, DRIVER_DIR
 
 pytestmark = pytest.mark.sdk_driver
-"""Run by ``make sdk-drivers`` (the Makefile's SDK_DRIVER_TESTS), not beside the project's own timing tests."""
+"""Run beside the project's own tests in ``make test``, after the real-release gate (the Makefile's SDK_DRIVER_TESTS), and
+by ``make sdk-drivers`` alone."""
 
 SDK = {"name": "rocketmq-client", "version": "4.9.8"}
 MIN_PASSING = 60

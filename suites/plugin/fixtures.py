@@ -17,7 +17,7 @@ from spec.loader import Spec, default_spec
 from suites.tolerance import tolerance_for
 
 from .markers import profile_of, spec_ids
-from .state import TARGET_SDKS, run_state
+from .state import TARGET_SDKS, TARGETS, run_state
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +30,7 @@ def make_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., Target
     """Create targets of the run's kind for a profile; events are kept for the run's event log."""
     state = run_state(request.config)
     created: list[Target] = []
+    request.node.stash[TARGETS] = created
 
     def make(profile: str | None = None, seed: int = 0) -> Target:
         profile = profile or profile_of(request.node)

@@ -38,6 +38,8 @@ class RunState:
 _KEY = pytest.StashKey[RunState]()
 TARGET_SDKS = pytest.StashKey[frozenset[str]]()
 """On a test item: the ``sdk.*`` capabilities of the target it built (which clients' habits it can show)."""
+TARGETS = pytest.StashKey[list[Any]]()
+"""On a test item: the targets it built, whose ``notes`` a failure's reason carries."""
 
 
 def run_state(config: pytest.Config) -> RunState:

@@ -18,7 +18,7 @@ from spec.loader import default_spec
 
 from .. import reach
 from .markers import spec_ids
-from .state import TARGET_SDKS, has_run_state, run_state
+from .state import TARGET_SDKS, TARGETS, has_run_state, run_state
 
 DETAIL_CHARS = 4000
 _VERDICT = pytest.StashKey[tuple[str, str]]()
@@ -39,6 +39,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
         verdict, reason = _verdict(item, report)
+        if verdict == FAIL:
+            reason = _with_target_notes(item, reason)
         cited = spec_ids(item)
         violated = violated_ids(call.excinfo.value) if call.excinfo is not None else set()
         cited += sorted(violated - set(cited))  # the behaviours the failure names fail, cited or not
@@ -86,6 +88,13 @@ def _for_habit(sid: str, result: TestResult, sdks: frozenset[str] | None) -> Tes
         return result
     return TestResult(result.test, NOT_APPLICABLE, f"{sid} is a habit of the {habit['client']} client; this target "
                                                    f"drives {', '.join(sorted(s.removeprefix('sdk.') for s in sdks))}")
+
+
+def _with_target_notes(item: pytest.Item, reason: str) -> str:
+    """A failure's reason and what its targets noted of their clients (``Target.notes``): a consumer that had not
+    taken its queues when the story began is evidence beside the behaviour the failure names."""
+    notes = list(dict.fromkeys(n for target in item.stash.get(TARGETS, []) for n in target.notes()))[:3]
+    return reason if not notes else f"{reason} (the target noted: {'; '.join(notes)})"
 
 
 def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:

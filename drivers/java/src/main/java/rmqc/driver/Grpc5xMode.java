@@ -1,6 +1,5 @@
 package rmqc.driver;
 
-import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 
 import java.io.File;
@@ -210,34 +209,16 @@ public final class Grpc5xMode implements Mode {
     // ---- JSON helpers ----
 
     static String str(JsonObject m, String name) {
-        JsonElement e = m.get(name);
-        return e == null || e.isJsonNull() ? null : e.getAsString();
+        return Wire.str(m, name);
     }
 
     static JsonObject options(JsonObject m) {
-        JsonElement e = m.get("options");
-        return e == null || e.isJsonNull() ? new JsonObject() : e.getAsJsonObject();
+        return Wire.options(m);
     }
 
+    /** {@link Wire#obj}. */
     static JsonObject fields(Object... pairs) {
-        JsonObject o = new JsonObject();
-        for (int i = 0; i < pairs.length; i += 2) {
-            Object v = pairs[i + 1];
-            String k = (String) pairs[i];
-            if (v == null) {
-                continue;
-            }
-            if (v instanceof JsonElement) {
-                o.add(k, (JsonElement) v);
-            } else if (v instanceof Number) {
-                o.addProperty(k, (Number) v);
-            } else if (v instanceof Boolean) {
-                o.addProperty(k, (Boolean) v);
-            } else {
-                o.addProperty(k, v.toString());
-            }
-        }
-        return o;
+        return Wire.obj(pairs);
     }
 
     /** A {@code detail} object: string values only (the event log's detail is a string map). */

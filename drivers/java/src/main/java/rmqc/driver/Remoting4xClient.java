@@ -1,9 +1,7 @@
 package rmqc.driver;
 
-import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 
-import java.util.Map;
 
 /**
  * One client of the 4.x Java client (rocketmq-client) under a handle of a session: a producer, a transaction
@@ -38,42 +36,13 @@ abstract class Remoting4xClient {
 
     // ---- JSON helpers ----
 
-    /** An object of the non-null pairs {@code key, value, key, value, ...}; a Map value becomes an object of strings. */
+    /** {@link Wire#obj}. */
     static JsonObject obj(Object... pairs) {
-        JsonObject o = new JsonObject();
-        for (int i = 0; i + 1 < pairs.length; i += 2) {
-            Object v = pairs[i + 1];
-            String k = (String) pairs[i];
-            if (v == null) {
-                continue;
-            }
-            if (v instanceof JsonElement) {
-                o.add(k, (JsonElement) v);
-            } else if (v instanceof Number) {
-                o.addProperty(k, (Number) v);
-            } else if (v instanceof Boolean) {
-                o.addProperty(k, (Boolean) v);
-            } else if (v instanceof Map) {
-                JsonObject d = new JsonObject();
-                for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-                    if (e.getValue() != null) {
-                        d.addProperty(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
-                    }
-                }
-                o.add(k, d);
-            } else {
-                o.addProperty(k, String.valueOf(v));
-            }
-        }
-        return o;
+        return Wire.obj(pairs);
     }
 
     static String str(JsonObject o, String key) {
-        if (o == null || !o.has(key) || o.get(key).isJsonNull()) {
-            return null;
-        }
-        JsonElement e = o.get(key);
-        return e.isJsonPrimitive() ? e.getAsString() : e.toString();
+        return Wire.str(o, key);
     }
 
     static String str(JsonObject o, String key, String otherwise) {
@@ -91,6 +60,6 @@ abstract class Remoting4xClient {
     }
 
     static JsonObject options(JsonObject m) {
-        return m.has("options") && m.get("options").isJsonObject() ? m.getAsJsonObject("options") : new JsonObject();
+        return Wire.options(m);
     }
 }

@@ -47,8 +47,10 @@ public final class Remoting4xMode implements Mode {
     private volatile MQClientInstance reader;
     private final Remoting4xReader stored = new Remoting4xReader(this);
 
-    /** How long a consumer's start or stop waits, in wall ms, for the group's clients in this JVM to rebalance. */
-    private static final long REBALANCE_WAIT_MS = 5_000;
+    /** How long a consumer's start or stop waits, in wall ms, for the group's clients in this JVM to rebalance: a
+     * loaded machine can take seconds (an orderly queue is taken once the broker locks it, an RPC of at most 1 s,
+     * RebalanceImpl.lock; a failed one is tried again at the next periodic rebalance). */
+    private static final long REBALANCE_WAIT_MS = 15_000;
 
     public Remoting4xMode(Wire wire, String address, Properties versions) {
         this.wire = wire;
@@ -166,8 +168,7 @@ public final class Remoting4xMode implements Mode {
                 Remoting4xPushConsumer c = new Remoting4xPushConsumer(this, session, handle, m.get("group").getAsString(),
                         m.get("topic").getAsString(), Remoting4xClient.options(m));
                 clients.put(handle, c);
-                awaitRebalance(c.group);
-                return new JsonObject();
+                return unsettledReply(awaitRebalance(c.group));
             }
             case "send":
                 return producer(m).send(m);
@@ -184,10 +185,8 @@ public final class Remoting4xMode implements Mode {
                     c.crash();
                 }
                 clients.remove(c.handle);
-                if (c instanceof Remoting4xPushConsumer) {
-                    awaitRebalance(c.group);
-                }
-                return new JsonObject();
+                return c instanceof Remoting4xPushConsumer ? unsettledReply(awaitRebalance(c.group))
+                        : new JsonObject();
             }
             case "consumer_state": {
                 Remoting4xClient c = client(m);
@@ -235,11 +234,13 @@ public final class Remoting4xMode implements Mode {
     /**
      * A consumer that starts or stops changes its group: each member rebalances on its own when the broker tells
      * it (NOTIFY_CONSUMER_IDS_CHANGED). The command answers once every member in this JVM holds what its own
-     * allocation over the group's present members gives it (bounded: a member elsewhere is not waited for).
+     * allocation over the group's present members gives it (bounded: a member elsewhere is not waited for). Null
+     * then; else, after {@link #REBALANCE_WAIT_MS}, what the first unsettled member lacks.
      */
-    private void awaitRebalance(String group) throws InterruptedException {
-        long end = System.currentTimeMillis() + REBALANCE_WAIT_MS;
-        while (System.currentTimeMillis() < end) {
+    private String awaitRebalance(String group) throws InterruptedException {
+        long started = System.currentTimeMillis();
+        String unsettled = null;
+        while (System.currentTimeMillis() < started + REBALANCE_WAIT_MS) {
             List<Remoting4xPushConsumer> members = new ArrayList<>();
             Set<String> live = new HashSet<>();
             for (Remoting4xClient c : clients.values()) {
@@ -248,15 +249,22 @@ public final class Remoting4xMode implements Mode {
                     live.add(((Remoting4xPushConsumer) c).clientId());
                 }
             }
-            boolean settled = true;
+            unsettled = null;
             for (Remoting4xPushConsumer c : members) {
-                settled &= c.settledWith(live);
+                unsettled = unsettled != null ? unsettled : c.unsettledWith(live);
             }
-            if (settled) {
-                return;
+            if (unsettled == null) {
+                return null;
             }
             Thread.sleep(5);
         }
+        return "group " + group + " had not rebalanced " + (System.currentTimeMillis() - started) + " wall ms after "
+                + "a member started or stopped: " + unsettled;
+    }
+
+    /** The reply to a consumer's start or stop: {@code unsettled} says what the group's rebalance had not done. */
+    private static JsonObject unsettledReply(String unsettled) {
+        return Wire.obj("unsettled", unsettled);
     }
 
     /** The offset the broker stores for a group on a queue, as the client's RemoteBrokerOffsetStore reads it

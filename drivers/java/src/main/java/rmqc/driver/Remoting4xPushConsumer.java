@@ -338,10 +338,11 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
     }
 
     /** Every subscribed topic's queues are held as this client's last allocation says, from an allocation that
-     * saw exactly {@code live} (clustering), or all of them (broadcasting): the client has rebalanced. */
-    boolean settledWith(Set<String> live) {
+     * saw exactly {@code live} (clustering), or all of them (broadcasting): the client has rebalanced. Null then;
+     * else what is missing, in one line (the queues held and the queues wanted, or the members it last saw). */
+    String unsettledWith(Set<String> live) {
         if (stopped) {
-            return true;
+            return null;
         }
         Map<String, Set<MessageQueue>> subscribed = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl()
                 .getTopicSubscribeInfoTable();
@@ -353,12 +354,13 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
             } else {
                 List<String> cids = lastCids.get(t);
                 if (cids == null || !new HashSet<>(cids).equals(live)) {
-                    return false;
+                    return clientId() + " on " + t + ": its last allocation saw members " + cids + ", the group has "
+                            + new TreeSet<>(live);
                 }
                 want = lastAllocation.get(t);
             }
             if (want == null) {
-                return false;
+                return clientId() + " on " + t + ": no route to the topic's queues yet";
             }
             Set<MessageQueue> mine = new HashSet<>();
             for (MessageQueue mq : held) {
@@ -367,10 +369,20 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
                 }
             }
             if (!mine.equals(want)) {
-                return false;
+                return clientId() + " on " + t + ": holds queues " + queueIds(mine) + ", its allocation gives it "
+                        + queueIds(want) + (orderly && !broadcasting ? " (an orderly queue is held once the broker "
+                        + "locked it for this client: RebalanceImpl.updateProcessQueueTableInRebalance)" : "");
             }
         }
-        return true;
+        return null;
+    }
+
+    private static TreeSet<Integer> queueIds(Set<MessageQueue> queues) {
+        TreeSet<Integer> ids = new TreeSet<>();
+        for (MessageQueue mq : queues) {
+            ids.add(mq.getQueueId());
+        }
+        return ids;
     }
 
     // ---- stopping ----

@@ -233,4 +233,51 @@ public final class Wire {
     public static Gson gson() {
         return GSON;
     }
+
+    // ---- the messages' JSON, shared by every mode ----
+
+    /** An object of the non-null pairs {@code key, value, key, value, ...}, each typed by its value (a JSON
+     * element as it is, numbers, booleans, anything else as its text); a Map value becomes an object of strings. */
+    public static JsonObject obj(Object... pairs) {
+        JsonObject o = new JsonObject();
+        for (int i = 0; i + 1 < pairs.length; i += 2) {
+            Object v = pairs[i + 1];
+            String k = (String) pairs[i];
+            if (v == null) {
+                continue;
+            }
+            if (v instanceof JsonElement) {
+                o.add(k, (JsonElement) v);
+            } else if (v instanceof Number) {
+                o.addProperty(k, (Number) v);
+            } else if (v instanceof Boolean) {
+                o.addProperty(k, (Boolean) v);
+            } else if (v instanceof Map) {
+                JsonObject d = new JsonObject();
+                for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                    if (e.getValue() != null) {
+                        d.addProperty(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+                    }
+                }
+                o.add(k, d);
+            } else {
+                o.addProperty(k, String.valueOf(v));
+            }
+        }
+        return o;
+    }
+
+    /** A member's text (a primitive's value, anything else as JSON); null when absent or null. */
+    public static String str(JsonObject o, String key) {
+        if (o == null || !o.has(key) || o.get(key).isJsonNull()) {
+            return null;
+        }
+        JsonElement e = o.get(key);
+        return e.isJsonPrimitive() ? e.getAsString() : e.toString();
+    }
+
+    /** A command's {@code options} object; empty when it has none. */
+    public static JsonObject options(JsonObject m) {
+        return m.has("options") && m.get("options").isJsonObject() ? m.getAsJsonObject("options") : new JsonObject();
+    }
 }
