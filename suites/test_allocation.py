@@ -23,12 +23,17 @@ from hypothesis.stateful import (
     rule,
 )
 
+from history.outcomes import NotApplicable
 from history.trace import lives
 from history.values import ListenerOutcome
 from suites.checks import require
 from suites.oracle import default_oracle
 from suites.scenario import MessagePlan, ScriptedListener
 
+MOST_FAILURES = 18
+"""A message's listener fails at most this often (past the 16 retries: to its dead letter), where the budget allows."""
+ADVANCES_MS = (1_000, 5_000, 30_000, 130_000, 600_000, 3_600_000)
+"""The pauses a run may take, in spec ms: each at most what the target's time budget allows."""
 CRASH_DETECTED_MS = 120_000
 """A crashed consumer's queues pause until the broker drops it (OFFSET-04)."""
 
@@ -51,6 +56,12 @@ class ClusteringMachine(RuleBasedStateMachine):
         self.crashed = False
         self.had_gap = False
         self.changes: list[int] = []  # when the group's membership changed (a crash: when the broker drops it)
+        # on a wall clock a story must end within the budget, or the end of the run would cut it short: a message
+        # fails at most as often as its ladder fits, and a pause is at most what fits
+        ladder = default_oracle().push4x_concurrent
+        self.most_failures = max(f for f in range(MOST_FAILURES + 1)
+                                 if f == 0 or self._within_budget(sum(ladder(f).waits_ms)))
+        self.longest_advance_ms = max(ms for ms in ADVANCES_MS if ms == ADVANCES_MS[0] or self._within_budget(ms))
         self.join()
 
     @rule()
@@ -71,27 +82,45 @@ class ClusteringMachine(RuleBasedStateMachine):
     def crash(self, index: int) -> None:
         consumer = self.live.pop(index % len(self.live))
         before = {key: consumer.offsets.get(key) for key in consumer.assigned}
+        crashed_id = consumer.client_id
         consumer.crash()
-        for key, consumed in before.items():
+        # what it took before it died: its offsets in memory, and any copy its listener was given up to the crash
+        # (a listener still running when the state was read: its offset was not in memory yet)
+        taken: dict[int, int] = {}
+        for e in self.target.events():
+            if e.kind == "DELIVER" and e.topic == "T" and e.client_id == crashed_id and e.queue_offset is not None \
+                    and e.detail.get("stored_topic", "T") == "T":
+                taken[e.queue_id] = max(taken.get(e.queue_id, 0), e.queue_offset + 1)
+        for key in set(before) | {("T", q) for q in taken}:
+            consumed = max(before.get(key) or 0, taken.get(key[1], 0) if key[0] == "T" else 0)
             persisted = self.target.committed_offset("G", *key) or 0
-            if key[0] == "T" and consumed is not None:
+            if key[0] == "T" and consumed:
                 self.windows.update((key[1], off) for off in range(persisted, consumed))
         self.crashed = True
         self.pending_crashes.append(self.target.now_ms() + CRASH_DETECTED_MS)
         self.changes.append(self.target.now_ms() + CRASH_DETECTED_MS)
 
-    @rule(failures=st.integers(0, 18), count=st.integers(1, 5))
+    @rule(failures=st.integers(0, MOST_FAILURES), count=st.integers(1, 5))
     def send(self, failures: int, count: int) -> None:
+        failures = min(failures, self.most_failures)
         for _ in range(count if self.crashes else 1):
             key = f"m{len(self.sent)}"
             self.sent[key] = 0 if self.crashes else failures
             self.listener.plans[key] = MessagePlan(key, self.sent[key])
             self.target.producer().send("T", key.encode(), key=key)
 
-    @rule(ms=st.sampled_from([1_000, 5_000, 30_000, 130_000, 600_000, 3_600_000]))
+    @rule(ms=st.sampled_from(ADVANCES_MS))
     def advance(self, ms: int) -> None:
-        self.target.advance(ms)
+        self.target.advance(min(ms, self.longest_advance_ms))
         self.pending_crashes = [t for t in self.pending_crashes if t > self.target.now_ms()]
+
+    def _within_budget(self, spec_ms: int) -> bool:
+        """Whether ``spec_ms`` of spec time fits the target's time budget (a wall clock's; always, on a virtual one)."""
+        try:
+            self.target.require_duration(spec_ms)
+        except NotApplicable:
+            return False
+        return True
 
     @invariant()
     def every_queue_owned_once(self) -> None:
