@@ -86,3 +86,18 @@ def test_a_lateness_window_accepts_late_waits_inside_it_only() -> None:
     with pytest.raises(SpecViolation, match="2000-5000 ms late by RETRY-5X-11"):
         check_life("m0", Life(3, (10_000, 30_000), "CONSUMED"), EXPECTED, window)
 
+
+
+def test_broadcast_instances_apart_pass_and_a_copy_as_late_as_a_retry_fails() -> None:
+    """RETRY-CONC-02: two broadcasting instances each get the message once; how far apart their copies come is
+    their first pulls' business (2.9 s: one pull refused before the broker held the instance's subscription), but
+    a copy a retry's first delay (level 3, 10 s) after the other is a retry, which broadcasting never makes."""
+    from suites.checks import check_scenario
+    from suites.oracle import default_oracle
+
+    scenario = Scenario("push4x-broadcast", (MessagePlan("m0", failures=1),), instances=2)
+    check_scenario(scenario, {"m0": Life(2, (2_918,), "DROPPED")}, default_oracle(), Tolerance())
+    with pytest.raises(SpecViolation, match=r"\[RETRY-CONC-02\] key m0: the instances' deliveries came \[10000\]"):
+        check_scenario(scenario, {"m0": Life(2, (10_000,), "DROPPED")}, default_oracle(), Tolerance())
+    with pytest.raises(SpecViolation, match=r"\[RETRY-CONC-02\] key m0: 3 deliveries"):
+        check_scenario(scenario, {"m0": Life(3, (0, 0), "DROPPED")}, default_oracle(), Tolerance())
