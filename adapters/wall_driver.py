@@ -106,8 +106,14 @@ class WallDriverTarget(DriverTarget):
         return out
 
     def incoming(self, row: Any) -> Any:
-        return {k: self.names.logical(v) if k in ("topic", "group", "stored_topic") and isinstance(v, str) else v
-                for k, v in row.items()}
+        """A row from the driver in this session's names: its topic, group and stored topic, the stored topic in an
+        event's detail too (where a 4.x delivery says which topic held the copy: the topic or %RETRY%group)."""
+        out = {k: self.names.logical(v) if k in ("topic", "group", "stored_topic") and isinstance(v, str) else v
+               for k, v in row.items()}
+        detail = out.get("detail")
+        if isinstance(detail, dict) and isinstance(detail.get("stored_topic"), str):
+            out["detail"] = {**detail, "stored_topic": self.names.logical(detail["stored_topic"])}
+        return out
 
     # ---- set-up through the admin codes ----
 
