@@ -84,18 +84,16 @@ class ClusteringMachine(RuleBasedStateMachine):
         before = {key: consumer.offsets.get(key) for key in consumer.assigned}
         crashed_id = consumer.client_id
         consumer.crash()
-        # what it took before it died: its offsets in memory, and any copy its listener was given up to the crash
-        # (a listener still running when the state was read: its offset was not in memory yet)
-        taken: dict[int, int] = {}
+        # what it took of the topic's queues before it died: its offsets in memory, and any copy its listener was
+        # given up to the crash (a listener still running when the state was read: its offset was not in memory yet)
+        taken = {q: offset for (topic, q), offset in before.items() if topic == "T" and offset is not None}
         for e in self.target.events():
             if e.kind == "DELIVER" and e.topic == "T" and e.client_id == crashed_id and e.queue_offset is not None \
                     and e.detail.get("stored_topic", "T") == "T":
                 taken[e.queue_id] = max(taken.get(e.queue_id, 0), e.queue_offset + 1)
-        for key in set(before) | {("T", q) for q in taken}:
-            consumed = max(before.get(key) or 0, taken.get(key[1], 0) if key[0] == "T" else 0)
-            persisted = self.target.committed_offset("G", *key) or 0
-            if key[0] == "T" and consumed:
-                self.windows.update((key[1], off) for off in range(persisted, consumed))
+        for q, consumed in taken.items():
+            persisted = self.target.committed_offset("G", "T", q) or 0
+            self.windows.update((q, off) for off in range(persisted, consumed))
         self.crashed = True
         self.pending_crashes.append(self.target.now_ms() + CRASH_DETECTED_MS)
         self.changes.append(self.target.now_ms() + CRASH_DETECTED_MS)

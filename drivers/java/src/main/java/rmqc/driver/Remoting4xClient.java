@@ -2,7 +2,6 @@ package rmqc.driver;
 
 import com.google.gson.JsonObject;
 
-
 /**
  * One client of the 4.x Java client (rocketmq-client) under a handle of a session: a producer, a transaction
  * producer or a push consumer, each with an MQClientInstance of its own (a unique instanceName), so many

@@ -251,7 +251,10 @@ public final class Remoting4xMode implements Mode {
             }
             unsettled = null;
             for (Remoting4xPushConsumer c : members) {
-                unsettled = unsettled != null ? unsettled : c.unsettledWith(live);
+                unsettled = c.unsettledWith(live);
+                if (unsettled != null) {
+                    break;
+                }
             }
             if (unsettled == null) {
                 return null;
