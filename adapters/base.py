@@ -51,6 +51,8 @@ CAPABILITIES = {
                      "request codes)",
     "observe.client_offsets": "the offsets a 4.x client commits locally are events (OFFSET_COMMIT)",
     "send.orderly": "4.x ordered send: the queue chosen by a sharding key",
+    "send.latency_fault": "a 4.x producer with the client's latency fault tolerance on (sendLatencyFaultEnable, "
+                          "SEND-4X-06, SEND-4X-07); the reference's producers run with it off",
     "sdk.java4x": "the official Java 4.x client (rocketmq-client 4.9.8): the catalog's 4.x client behaviours are its "
                   "own, so other clients' habits (SDK-CPP-*) are not shown by it",
     "sdk.cpp4x": "the 4.x C++ client (rocketmq-client-cpp, under rocketmq-client-python): its habits SDK-CPP-*",
@@ -212,6 +214,12 @@ class Target(abc.ABC):
     def inject_send_fault(self, broker: str, outcome: str, count: int = 1) -> None:
         """The next ``count`` attempts on ``broker`` meet ``outcome`` (-1: all of them)."""
         self.require("fault.send")
+
+    def send_fault_outcomes(self) -> tuple[str, ...]:
+        """The outcomes ``inject_send_fault`` can give here, for a test to draw from; none without ``fault.send``."""
+        from reference_impl.model.broker import SEND_OUTCOMES
+
+        return SEND_OUTCOMES if "fault.send" in self.capabilities else ()
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:
         self.require("inspect.broker")

@@ -9,6 +9,7 @@ The capabilities are the driver's. A target kind of ``adapters.targets``.
 from __future__ import annotations
 
 from frontends.remoting import handlers as codes
+from frontends.remoting import send_faults
 from history.outcomes import NotApplicable
 from history.profiles import REMOTING_4X
 
@@ -40,6 +41,7 @@ class JavaRemotingTarget(RemotingTarget):
 
     KIND = JAVA_REMOTING
     SHARED = True
+    SEND_LOOP_UNCHECKED = None  # the catalog's send loop (SEND-4X) is this client's
 
     @classmethod
     def command_for(cls, namesrv: str, time_scale: float, wire_scale: float) -> str:
@@ -72,6 +74,18 @@ class JavaRemotingTarget(RemotingTarget):
                 return TIME_SCALE_KEY in broker.runtime_info()
         except RemotingClientError:
             return False
+
+    def inject_fault(self, name: str, count: int = 1) -> None:
+        """``send_back``: the session's next ``count`` send-backs (-1: all) are refused by ``rmqc serve``'s brokers,
+        so the client republishes the message itself (RETRY-CONC-08); a real broker takes no injected fault."""
+        if name != send_faults.SEND_BACK or not self._logs_attempts():
+            super().inject_fault(name, count)
+        for _, address in self._broker_table():
+            with RemotingClient(address, 5) as client:
+                answer = client.inject_send_fault(send_faults.SEND_BACK, count, self._fault_scope)
+            if answer.code != codes.SUCCESS:
+                raise NotApplicable(f"{self.name}: the broker at {address} refused the {name} fault: {answer.remark}")
+            self._faulted = {*getattr(self, "_faulted", ()), address}
 
     def update_topic(self, name: str, *, read_queues: int, write_queues: int) -> None:
         """As ``mqadmin updateTopic -r R -w W``: UPDATE_AND_CREATE_TOPIC with the new queue numbers (TOPIC-03)."""

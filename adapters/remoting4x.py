@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from frontends.remoting import handlers as codes
+from frontends.remoting import send_faults
 from history.outcomes import NotApplicable
+from reference_impl.model.broker import SEND_OUTCOMES
 from history.profiles import REMOTING_4X
 from history.views import Listener
 from reference_impl.rules import cpp4x
@@ -20,7 +23,7 @@ from spec import versions
 
 from .base import TargetError
 from .driver import DriverConsumer, DriverProcess
-from .remoting_client import RemotingAdmin, RemotingClientError
+from .remoting_client import RemotingAdmin, RemotingClient, RemotingClientError
 from .targets import REMOTING, Probe
 from .wall_driver import WallDriverTarget
 
@@ -71,11 +74,114 @@ class RemotingTarget(WallDriverTarget):
         self.client_timer_scale = 1.0 / self.time_scale  # the C++ client's timers run on the wall clock
 
     def create_topic(self, name: str, **options: Any) -> None:
-        if options.get("brokers", 1) > 1:
-            raise NotApplicable(f"{self.name}: topics spanning several brokers are set up per broker with mqadmin")
+        """On the first ``brokers`` brokers by name, as ``mqadmin updateTopic -b`` on each (``rmqc serve`` runs
+        two); a server with fewer brokers makes the test not applicable."""
+        brokers = int(options.get("brokers", 1))
+        if brokers > 1:
+            known = self._broker_table()
+            if len(known) < brokers:
+                raise NotApplicable(f"{self.name}: a topic on {brokers} brokers, and the name server knows "
+                                    f"{len(known)} ({', '.join(n for n, _ in known)})")
         self._set_up(f"create topic {name}", lambda: self.admin.create_topic(
             self.names.real(name), int(options.get("read_queues", 4)), int(options.get("write_queues", 4)),
-            int(options.get("perm", 6)), None))
+            int(options.get("perm", 6)), None, brokers))
+
+    def _broker_table(self) -> list[tuple[str, str]]:
+        try:
+            return self.admin.broker_table()
+        except RemotingClientError as exc:
+            raise TargetError(f"{self.name}: the name server's brokers: {exc}") from None
+
+    # ---- send faults and send attempts, where the broker is rmqc serve's (frontends.remoting.send_faults) ----
+
+    def inject_send_fault(self, broker: str, outcome: str, count: int = 1) -> None:
+        """The next ``count`` send attempts on ``broker`` for this session's topics meet ``outcome`` (-1: all): asked
+        of ``rmqc serve``'s broker of that name; a real broker takes no injected fault (not applicable)."""
+        if self.SEND_LOOP_UNCHECKED:
+            raise NotApplicable(f"{self.name}: {self.SEND_LOOP_UNCHECKED}")
+        address = dict(self._broker_table()).get(broker)
+        if address is None:
+            raise NotApplicable(f"{self.name}: the name server knows no broker {broker}")
+        try:
+            with RemotingClient(address, 5) as client:
+                answer = client.inject_send_fault(outcome, count, self._fault_scope)
+        except RemotingClientError as exc:
+            raise TargetError(f"{self.name}: injecting {outcome} into {broker}: {exc}") from None
+        if answer.code == codes.REQUEST_CODE_NOT_SUPPORTED:
+            raise NotApplicable(f"{self.name}: {broker} takes no injected send fault (only rmqc serve's brokers do)")
+        if answer.code != codes.SUCCESS:
+            raise NotApplicable(f"{self.name}: {broker} refused the {outcome} fault: {answer.remark}")
+        self._faulted = {*getattr(self, "_faulted", ()), address}
+
+    @property
+    def _fault_scope(self) -> str:
+        """The end of every topic name of this session (``SessionNames``): its faults reach its own sends only."""
+        return f"-{self.names.tag}"
+
+    def close(self) -> None:
+        for address in getattr(self, "_faulted", ()):
+            try:
+                with RemotingClient(address, 5) as client:
+                    client.inject_send_fault("", 0, self._fault_scope, clear=True)
+            except RemotingClientError:
+                pass
+        self._faulted = set()
+        super().close()
+
+    def send_fault_outcomes(self) -> tuple[str, ...]:
+        """What ``rmqc serve``'s brokers can make a send attempt meet; none on a real broker."""
+        if self.SEND_LOOP_UNCHECKED or not self._logs_attempts():
+            return ()
+        return tuple(o for o in SEND_OUTCOMES if o not in send_faults.NOT_SERVED)
+
+    SEND_KINDS = ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN")
+    SEND_LOOP_UNCHECKED = ("the C++ client's send retries (rocketmq-client-cpp's DefaultMQProducerImpl) are its own, "
+                           "and not yet written down as SDK-CPP habits: no send faults are injected under it")
+    """Why this client's sends take no injected faults (None: they do). The catalog's send loop (SEND-4X) is the
+    Java client's."""
+
+    def _logs_attempts(self) -> bool:
+        """Whether the brokers are ``rmqc serve``'s, which log each send attempt (asked once)."""
+        if not hasattr(self, "_attempts_logged"):
+            try:
+                self._attempts_address = self._broker_table()[0][1]
+                with RemotingClient(self._attempts_address, 5) as client:
+                    self._attempts_logged = client.send_attempts("", "rmqc-probe") is not None
+            except (RemotingClientError, TargetError):
+                self._attempts_logged = False
+        return self._attempts_logged
+
+    def received(self, row: Any) -> None:
+        """A send's event with the attempts ``rmqc serve``'s brokers took for it, as the reference's producer
+        writes them (``broker:code``, ``broker:timeout``; SEND-4X-02): what a real client's loop did, seen from
+        the brokers. A failed send one of whose attempts the broker stored is indeterminate (SEND_UNKNOWN)."""
+        if isinstance(row, dict) and row.get("kind") in self.SEND_KINDS and self._logs_attempts():
+            attempts = self._attempts_of(row)
+            if attempts:
+                detail = dict(row.get("detail") or {})
+                detail["attempts"] = ",".join(f"{a['broker']}:{a['outcome']}" for a in attempts)
+                kind = row["kind"]
+                if kind == "SEND_FAIL" and any(a.get("stored") for a in attempts):
+                    kind = "SEND_UNKNOWN"
+                row = {**row, "kind": kind, "detail": detail}
+        super().received(row)
+
+    ATTEMPTS_WAIT_S = 1.0
+    """How long a one-way send's attempt may take to reach the broker after the client let it go."""
+
+    def _attempts_of(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        uniq_id = row.get("msg_id") or None
+        key = None if uniq_id else row.get("key")  # keys may repeat across sessions; client ids do not
+        deadline = time.monotonic() + (self.ATTEMPTS_WAIT_S if row.get("kind") == "SEND_UNKNOWN" else 0)
+        while True:
+            try:
+                with RemotingClient(self._attempts_address, 5) as client:
+                    attempts = client.send_attempts(uniq_id, key) or []
+            except RemotingClientError:
+                return []
+            if attempts or time.monotonic() >= deadline:
+                return attempts
+            time.sleep(0.02)
 
     def configure_group(self, name: str, **options: Any) -> None:
         if options.get("retry_ladder_ms"):

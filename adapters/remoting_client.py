@@ -13,6 +13,7 @@ import struct
 from typing import Any, Callable, Sequence
 
 from frontends.remoting import handlers as codes
+from frontends.remoting import send_faults
 from frontends.remoting.codec import JSON, Command, FrameSplitter, decode, encode
 
 GET_ALL_TOPIC_CONFIG = 21
@@ -128,12 +129,36 @@ class RemotingClient:
         return fastjson_loads(answer.body) if answer.code == codes.SUCCESS else None
 
     def broker_addresses(self) -> list[str]:
-        """The master address of every broker the name server knows (``GET_BROKER_CLUSTER_INFO``)."""
+        """The master address of every broker the name server knows (``GET_BROKER_CLUSTER_INFO``), in the order
+        of their names."""
+        return [address for _, address in self.broker_table()]
+
+    def broker_table(self) -> list[tuple[str, str]]:
+        """(name, master address) of every broker the name server knows, by name."""
         answer = self.call(codes.GET_BROKER_CLUSTER_INFO)
         if answer.code != codes.SUCCESS:
             raise RemotingClientError(f"{self.address}: cluster info answered {answer.code} {answer.remark}")
         table = fastjson_loads(answer.body).get("brokerAddrTable", {})
-        return [data["brokerAddrs"]["0"] for data in table.values() if "0" in data.get("brokerAddrs", {})]
+        return sorted((str(data.get("brokerName", name)), data["brokerAddrs"]["0"]) for name, data in table.items()
+                      if "0" in data.get("brokerAddrs", {}))
+
+    def inject_send_fault(self, outcome: str, count: int, scope: str = "", clear: bool = False) -> Command:
+        """``rmqc serve``'s own request: this broker's next ``count`` send attempts for topics ending with ``scope``
+        meet ``outcome``, or (``clear``) the scope's faults go (``frontends.remoting.send_faults``); a real broker
+        answers REQUEST_CODE_NOT_SUPPORTED."""
+        ext: dict[str, Any] = {"outcome": outcome, "count": count, "scope": scope}
+        if clear:
+            ext["clear"] = "true"
+        return self.call(send_faults.INJECT_SEND_FAULT, ext)
+
+    def send_attempts(self, uniq_id: str | None, key: str | None) -> list[dict[str, Any]] | None:
+        """``rmqc serve``'s log of the send attempts of one message (by client id, else key), oldest first; None
+        from a broker that keeps none (a real one)."""
+        ext = {k: v for k, v in (("uniqId", uniq_id), ("key", key)) if v}
+        answer = self.call(send_faults.SEND_ATTEMPTS, ext)
+        if answer.code != codes.SUCCESS:
+            return None
+        return list(json.loads(answer.body.decode("utf-8") or "[]"))
 
     def runtime_info(self) -> dict[str, str]:
         """A broker's ``GET_BROKER_RUNTIME_INFO`` table."""
@@ -202,8 +227,12 @@ class RemotingAdmin:
         self.namesrv, self.timeout_s = namesrv, timeout_s
 
     def brokers(self) -> list[str]:
+        return [address for _, address in self.broker_table()]
+
+    def broker_table(self) -> list[tuple[str, str]]:
+        """(name, address) of every master the name server knows, by name."""
         with RemotingClient(self.namesrv, self.timeout_s) as ns:
-            brokers = ns.broker_addresses()
+            brokers = ns.broker_table()
         if not brokers:
             raise RemotingClientError(f"the name server {self.namesrv} knows no broker")
         return brokers
@@ -213,16 +242,20 @@ class RemotingAdmin:
         with RemotingClient(self.brokers()[0], self.timeout_s) as broker:
             return float(broker.runtime_info().get(codes.TIME_SCALE_KEY, 1.0))
 
-    def _each_broker(self, action: Any) -> None:
-        for address in self.brokers():
+    def _each_broker(self, action: Any, first: int | None = None) -> None:
+        """``action`` on every master, or on the ``first`` few by name."""
+        for address in self.brokers()[:first]:
             with RemotingClient(address, self.timeout_s) as broker:
                 answer = action(broker)
                 if answer.code != codes.SUCCESS:
                     raise AdminRefused(f"{address} refused the admin request: {answer.code} {answer.remark}")
 
     def create_topic(self, topic: str, read_queues: int, write_queues: int, perm: int,
-                     message_type: str | None) -> None:
-        self._each_broker(lambda b: b.create_topic(topic, read_queues, write_queues, perm, message_type))
+                     message_type: str | None, brokers: int = 1) -> None:
+        """On the first ``brokers`` masters by name, as ``mqadmin updateTopic -b ADDRESS`` on each: a topic the
+        harness makes is on one broker unless a test asks for more (on ``rmqc serve``, whose second broker
+        keeps only the topics made on it too)."""
+        self._each_broker(lambda b: b.create_topic(topic, read_queues, write_queues, perm, message_type), brokers)
 
     def create_group(self, group: str, retry_max_times: int, orderly: bool, retry_policy: str | None,
                      retry_ladder_ms: Sequence[int] | None = None, retry_queue_nums: int = 1) -> None:

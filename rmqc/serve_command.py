@@ -29,7 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the remoting name server's port (default 0: any free port, printed at start); topics and "
                         "groups are set up through it as with mqadmin, and 4.x clients connect to it")
     p.add_argument("--broker-port", type=int, default=0, metavar="PORT",
-                   help="the remoting broker's port (default 0: any free port)")
+                   help="the first remoting broker's port (default 0: any free port); the others take free ports")
+    p.add_argument("--brokers", type=int, default=2, metavar="N",
+                   help="remoting brokers (default 2: broker-a and broker-b); every topic is on broker-a, one also made "
+                        "on broker-b spans both, as mqadmin updateTopic -b on each broker makes it")
     p.add_argument("--max-clients", type=int, default=1024, metavar="N",
                    help="clients held at once; past it a call is answered TOO_MANY_REQUESTS (42900) naming the limit")
     p.add_argument("--max-streams-per-client", type=int, default=8, metavar="N",
@@ -60,7 +63,8 @@ def run_serve(args: argparse.Namespace) -> int:
                              stalled_write_s=args.stalled_stream_s, partial_frame_s=args.partial_frame_s)
         server = ReferenceServer(host=args.host, port=args.port, time_scale=args.time_scale, profile=args.profile,
                                  config=config, seed=args.seed, release=args.release,
-                                 remoting_ports=(args.namesrv_port, args.broker_port), limits=limits)
+                                 remoting_ports=(args.namesrv_port, args.broker_port), limits=limits,
+                                 brokers=args.brokers)
         server.start()
     except (ServeConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"rmqc serve: error: {exc}", file=sys.stderr)
@@ -69,8 +73,8 @@ def run_serve(args: argparse.Namespace) -> int:
           f"time scale {args.time_scale})",
           flush=True)
     if server.remoting is not None:
-        print(f"rmqc serve: remoting name server on {server.remoting.namesrv_address}, broker on "
-              f"{server.host}:{server.remoting.broker_port}", flush=True)
+        print(f"rmqc serve: remoting name server on {server.remoting.namesrv_address}, brokers on "
+              f"{', '.join(server.remoting.broker_addresses)}", flush=True)
     server.serve_until_signalled()
     if args.events_out:
         from history.parquet import write_parquet

@@ -1,11 +1,14 @@
 """Producer sends through the target: retries and where they go, flow control per SDK."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from history.outcomes import NotApplicable
+from reference_impl.rules import queue_selection as qsel_rules
 from reference_impl.rules.codes import RocketMQError
 from suites.checks import require
 
@@ -21,15 +24,25 @@ def _send_events(target, key):
     return [e for e in target.events() if e.key == key and e.kind in ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN")]
 
 
+def _faults_here(target) -> list[str]:
+    """The send faults this target can inject (``rmqc serve``'s brokers show a real client all but
+    ``unreachable``); none: not applicable."""
+    outcomes = [o for o in FAULTS if o in target.send_fault_outcomes()]
+    if not outcomes:
+        target.require("fault.send")
+    return outcomes
+
+
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("SEND-4X-01", "SEND-4X-02", "SEND-4X-03", "SEND-4X-04", "QSEL-02", "QSEL-03", "CLAIM-05")
-@given(faults=st.lists(st.tuples(st.sampled_from(["broker-a", "broker-b"]), st.sampled_from(FAULTS),
-                                 st.integers(1, 3)), max_size=4),
-       sends=st.integers(1, 4))
-def test_sync_send_retry_goes_to_another_broker(make_target, faults, sends):
+@given(data=st.data(), sends=st.integers(1, 4))
+def test_sync_send_retry_goes_to_another_broker(make_target, data, sends):
     """Sync: at most 3 attempts in a 3 s budget, each to the other broker, retried only as the spec says."""
     target = make_target()
     target.create_topic("T", read_queues=2, write_queues=2, brokers=2)
+    faults = data.draw(st.lists(st.tuples(st.sampled_from(["broker-a", "broker-b"]),
+                                          st.sampled_from(_faults_here(target)), st.integers(1, 3)), max_size=4),
+                       label="faults")
     for broker, outcome, count in faults:
         target.inject_send_fault(broker, outcome, count)
     producer = target.producer()
@@ -101,8 +114,8 @@ def test_timeout_after_store_duplicates(make_target):
 
 
 @pytest.mark.profile("remoting-4.x")
-@pytest.mark.spec("SEND-4X-05", "SEND-4X-01", "CLAIM-10")
-def test_async_and_oneway(make_target):
+@pytest.mark.spec("SEND-4X-05", "CLAIM-10")
+def test_async_send_retries_transport_failures_on_another_broker(make_target):
     target = make_target()
     target.create_topic("T", brokers=2)
     target.inject_send_fault("broker-a", "unreachable", 1)
@@ -113,6 +126,16 @@ def test_async_and_oneway(make_target):
     require(len(attempts) == 3 and attempts[-1].endswith(":0"), "SEND-4X-05", f"async attempts {attempts}")
     require(attempts[0].split(":")[0] != attempts[1].split(":")[0], "CLAIM-10",
             f"async retry went to the same broker: {attempts}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-05", "SEND-4X-01")
+def test_async_send_does_not_retry_a_broker_error_and_oneway_sends_once(make_target):
+    """A broker's error answer ends an async send at once; a one-way send is one attempt, never known."""
+    target = make_target()
+    target.create_topic("T", brokers=2)
+    _faults_here(target)
+    producer = target.producer()
     target.inject_send_fault("broker-a", "system_error", -1)
     target.inject_send_fault("broker-b", "system_error", -1)
     with pytest.raises(RocketMQError):
@@ -123,6 +146,40 @@ def test_async_and_oneway(make_target):
     (oneway,) = _send_events(target, "o1")
     require(oneway.kind == "SEND_UNKNOWN" and len(oneway.detail["attempts"].split(",")) == 1, "SEND-4X-01",
             f"oneway: {oneway.kind} {dict(oneway.detail)}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-06", "SEND-4X-07", "QSEL-02")
+def test_latency_fault_tolerance_keeps_sends_off_a_failed_broker(make_target):
+    """With ``sendLatencyFaultEnable`` a broker error isolates its broker for ``not_available_duration`` of an
+    isolation (600 s up to 5.1.3, 10 s from 5.1.4, on the client's clock): while that lasts, the retry and every
+    later send take the first queue of an available broker (SEND-4X-07), so none goes back to it. Without the
+    setting, the round robin would come back to it within two sends (QSEL-01)."""
+    target = make_target()
+    target.require("send.latency_fault")
+    target.create_topic("T", read_queues=2, write_queues=2, brokers=2)
+    _faults_here(target)
+    target.inject_send_fault("broker-a", "system_error", 1)
+    producer = target.producer(send_latency_fault_enable=True)
+    isolated_for_ms = min(qsel_rules.not_available_duration(0, v, isolation=True) for v in ("4.9.8", "5.1.4"))
+    failed_at = None
+    for i in range(8):  # the queue round robin reaches broker-a within 3 sends
+        producer.send("T", b"x", key=f"l{i}")
+        (event,) = _send_events(target, f"l{i}")
+        attempts = _attempts(event.detail["attempts"].split(","))
+        if failed_at is None:
+            if attempts[0] == ("broker-a", "1"):
+                failed_at = time.monotonic()
+                require(attempts[1:] and all(b == "broker-b" for b, _ in attempts[1:]), "SEND-4X-07",
+                        f"the retry after broker-a's error went back to it: {attempts}")
+            continue
+        require(all(b == "broker-b" for b, _ in attempts), "SEND-4X-06",
+                f"send l{i}, {1000 * (time.monotonic() - failed_at):.0f} ms after broker-a's error: {attempts}")
+    if failed_at is None:
+        raise AssertionError(f"[SEND-4X-07] 8 sends never reached broker-a: {[e.detail for e in target.events()]}")
+    elapsed_ms = 1000 * (time.monotonic() - failed_at)
+    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
+            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
 
 
 @pytest.mark.profile("grpc-5.x")

@@ -65,7 +65,8 @@ class ReferenceServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8081, time_scale: float = 1.0,
                  profile: str = GRPC_5X, config: ServeConfig | None = None, seed: int = 0,
                  release: str = versions.LATEST, remoting_ports: tuple[int, int] | None = None,
-                 limits: ServeLimits | None = None) -> None:
+                 limits: ServeLimits | None = None, brokers: int = 2) -> None:
+        """``brokers``: the remoting front end's (``RemotingServer``)."""
         if profile != GRPC_5X:
             raise ValueError(f"rmqc serve speaks the 5.x protocol; profile {profile!r} is not served")
         config = config or ServeConfig()
@@ -84,7 +85,7 @@ class ReferenceServer:
         self.options = ServeOptions(host=host, port=port, auto_create=config.auto_create, limits=self.limits)
         self.service = MessagingService(self.model, self.options)
         self.remoting = None if remoting_ports is None else RemotingServer(self.model, host, *remoting_ports,
-                                                                           limits=self.limits)
+                                                                           limits=self.limits, brokers=brokers)
         """The remoting front end (name server and broker ports) over the same model, when asked for."""
         self.host = host
         self.port = port

@@ -14,7 +14,7 @@ import json
 import struct
 from typing import Callable, Protocol
 
-from reference_impl.model.broker import Message
+from reference_impl.model.broker import Message, TopicConfig
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import (
     codes,
@@ -30,6 +30,7 @@ from reference_impl.rules import filter as filter_rules
 from reference_impl.rules import transaction as tx_rules
 
 from ..model_service import RealTimeModel
+from . import send_faults
 from .codec import Command
 
 # request codes (common/.../protocol/RequestCode.java@rocketmq-all-4.9.8)
@@ -70,7 +71,7 @@ END_STATES = {8: "COMMIT_MESSAGE", 12: "ROLLBACK_MESSAGE", 0: "UNKNOW"}
 """``EndTransactionRequestHeader.commitOrRollback``: MessageSysFlag commit / rollback / not-type values."""
 RUNNING_INFO_TIMEOUT_S = 5.0
 
-Handler = Callable[["RemotingBroker", Command], Command]
+Handler = Callable[["RemotingBroker", Command], "Command | None"]
 
 
 def decode_properties(text: str) -> dict[str, str]:
@@ -107,10 +108,21 @@ class RemotingBroker:
     """The model as one name server and one broker speak for it."""
 
     def __init__(self, model: RealTimeModel, broker_address: str, broker_name: str = "broker-a",
-                 calls: ClientCalls | None = None) -> None:
+                 calls: ClientCalls | None = None, *, index: int = 0,
+                 cluster: list[tuple[str, str]] | None = None,
+                 attempts: send_faults.AttemptLog | None = None,
+                 faults: send_faults.ScopedFaults | None = None) -> None:
+        """``index``: this broker's place among the served brokers (``broker-a`` is 0); ``cluster``: every served
+        broker's (name, address), shared by them, which the name server answers; ``attempts``: the send attempts
+        the served brokers took and ``faults`` the send faults injected into them (``send_faults``), shared by
+        them."""
         self.model = model
         self.broker_address = broker_address
         self.broker_name = broker_name
+        self.index = index
+        self.cluster = cluster if cluster is not None else [(broker_name, broker_address)]
+        self.attempts = attempts or send_faults.AttemptLog()
+        self.faults = faults or send_faults.ScopedFaults()
         self.calls: ClientCalls = calls or NoClientCalls()
         self.consumers: dict[str, dict[str, int]] = {}
         """``ConsumerManager``: group -> client id -> the connection its last heart beat came on."""
@@ -121,6 +133,27 @@ class RemotingBroker:
         last heart beat said."""
         self.locks: dict[tuple[str, str, int], tuple[str, int]] = {}
         """``RebalanceLockManager``: (group, topic, queue id) -> (client id, spec ms of its last lock)."""
+
+    def topic_here(self, sim: Simulation, topic: str) -> TopicConfig | None:
+        """``topic``'s config if this broker keeps it: every topic is on ``broker-a``; a topic is on the broker of
+        index k only once it was made there too (a topic on k + 1 brokers, ``TopicConfig.brokers``)."""
+        config = sim.broker.topics.get(topic)
+        return config if config is not None and self.index < config.brokers else None
+
+    def model_queue(self, sim: Simulation, topic: str, queue_id: int) -> int:
+        """The model's queue id of this broker's queue ``queue_id`` (``TopicConfig.global_queue_id``): the same on
+        ``broker-a``; a topic not kept here maps to nothing stored (-1)."""
+        if self.index == 0:
+            return queue_id
+        config = self.topic_here(sim, topic)
+        return -1 if config is None else config.global_queue_id(self.broker_name, queue_id)
+
+    def own_queue(self, sim: Simulation, topic: str, model_queue_id: int) -> int:
+        """This broker's id of the model's queue (the inverse of ``model_queue``)."""
+        if self.index == 0:
+            return model_queue_id
+        config = sim.broker.topics.get(topic)
+        return model_queue_id if config is None else model_queue_id - self.index * config.stride
 
     def connection_closed(self, connection: int) -> None:
         """``ClientHousekeepingService.onChannelClose``: a closed connection's producers and consumers leave
@@ -157,8 +190,9 @@ class RemotingBroker:
     def commitlog_unit(self, m: Message) -> bytes:
         """A stored message as the commit log holds it and pulls and checks carry it (STORE-01), with its
         timestamps as epoch milliseconds."""
+        queue_id = self.own_queue(self.model.sim, m.topic, m.queue_id)  # called with the model held
         return storage.encode_commitlog(storage.CommitLogMessage(
-            m.topic, m.body, m.queue_id, 0, m.queue_offset, m.commit_offset,
+            m.topic, m.body, queue_id, 0, m.queue_offset, m.commit_offset,
             storage.reset_transaction_value(0, m.tran_type), self.model.spec_wall_ms(m.born_ms), ("127.0.0.1", 0),
             self.model.spec_wall_ms(m.store_ms), ("127.0.0.1", 0), m.reconsume_times, 0, dict(m.properties)))
 
@@ -171,7 +205,7 @@ class RemotingBroker:
         """A suspended pull the server holds: its answer, or None while it waits (``pull_message``)."""
         return self._answered(request, lambda: pull_message(self, request, until_ms))
 
-    def handle(self, request: Command) -> Command:
+    def handle(self, request: Command) -> Command | None:
         handler = HANDLERS.get(request.code)
         if handler is None:
             return request.response(REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
@@ -187,25 +221,28 @@ class RemotingBroker:
 
 
 def get_route(b: RemotingBroker, request: Command) -> Command:
-    """``DefaultRequestProcessor.getRouteInfoByTopic``: queue data and broker data, or TOPIC_NOT_EXIST."""
+    """``DefaultRequestProcessor.getRouteInfoByTopic``: queue data and broker data of every served broker that keeps
+    the topic, or TOPIC_NOT_EXIST."""
     topic = request.ext["topic"]
     with b.model.locked() as sim:
         config = sim.broker.topics.get(topic)
         if config is None:
             return request.response(TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
+        kept = b.cluster[:config.brokers]
         route = {"orderTopicConf": None, "filterServerTable": {},
-                 "queueDatas": [{"brokerName": b.broker_name, "readQueueNums": config.read_queues,
-                                 "writeQueueNums": config.write_queues, "perm": config.perm, "topicSysFlag": 0}],
-                 "brokerDatas": [{"cluster": CLUSTER, "brokerName": b.broker_name,
-                                  "brokerAddrs": {"0": b.broker_address}}]}
+                 "queueDatas": [{"brokerName": name, "readQueueNums": config.read_queues,
+                                 "writeQueueNums": config.write_queues, "perm": config.perm, "topicSysFlag": 0}
+                                for name, _ in kept],
+                 "brokerDatas": [{"cluster": CLUSTER, "brokerName": name, "brokerAddrs": {"0": address}}
+                                 for name, address in kept]}
     return request.response(SUCCESS, body=_json(route))
 
 
 def get_cluster_info(b: RemotingBroker, request: Command) -> Command:
-    """``DefaultRequestProcessor.getBrokerClusterInfo``: one cluster of one broker."""
-    info = {"brokerAddrTable": {b.broker_name: {"cluster": CLUSTER, "brokerName": b.broker_name,
-                                                "brokerAddrs": {"0": b.broker_address}}},
-            "clusterAddrTable": {CLUSTER: [b.broker_name]}}
+    """``DefaultRequestProcessor.getBrokerClusterInfo``: one cluster of the served brokers."""
+    info = {"brokerAddrTable": {name: {"cluster": CLUSTER, "brokerName": name, "brokerAddrs": {"0": address}}
+                                for name, address in b.cluster},
+            "clusterAddrTable": {CLUSTER: [name for name, _ in b.cluster]}}
     return request.response(SUCCESS, body=_json(info))
 
 
@@ -222,14 +259,22 @@ def update_topic(b: RemotingBroker, request: Command) -> Command:
     """``AdminBrokerProcessor.updateAndCreateTopic``: queue numbers, perm and the 5.x message type."""
     ext = request.ext
     topic = ext["topic"]
+    read_queues, write_queues = int(ext.get("readQueueNums", 16)), int(ext.get("writeQueueNums", 16))
     with b.model.locked() as sim:
         message_type = _message_type_attribute(ext.get("attributes"))
         try:
             topic_types.topic_message_type(message_type, sim.release)
         except ValueError as exc:
             return request.response(SYSTEM_ERROR, str(exc))
-        sim.broker.create_topic(topic, int(ext.get("readQueueNums", 16)), int(ext.get("writeQueueNums", 16)),
-                                int(ext.get("perm", 6)), message_type)
+        known = sim.broker.topics.get(topic)
+        brokers = known.brokers if known is not None else 1
+        if b.index > 0:  # the same topic on one more broker: the model keeps one queue layout for all of them
+            if known is None or b.index > known.brokers or (known.read_queues, known.write_queues) != \
+                    (read_queues, write_queues):
+                return request.response(SYSTEM_ERROR, f"rmqc serve makes {topic} on {b.broker_name} only after "
+                                        "the brokers before it, with the same queue numbers")
+            brokers = max(brokers, b.index + 1)
+        sim.broker.create_topic(topic, read_queues, write_queues, int(ext.get("perm", 6)), message_type, brokers)
     return request.response(SUCCESS)
 
 
@@ -253,13 +298,48 @@ def update_group(b: RemotingBroker, request: Command) -> Command:
     return request.response(SUCCESS)
 
 
-def send_message(b: RemotingBroker, request: Command) -> Command:
+def _send_header(request: Command) -> dict[str, str]:
+    return request.ext if request.code == SEND_MESSAGE else {V2_FIELDS.get(k, k): v for k, v in request.ext.items()}
+
+
+def send_message(b: RemotingBroker, request: Command) -> Command | None:
+    """A send as ``_store_sent`` answers it, through this broker's injected send faults, logged (``send_faults``)."""
+    properties = decode_properties(_send_header(request).get("properties", ""))
+    return _attempt(b, request, [(properties.get("UNIQ_KEY", ""), properties.get("KEYS"))],
+                    lambda: _store_sent(b, request))
+
+
+def _attempt(b: RemotingBroker, request: Command, messages: list[tuple[str, str | None]],
+             store: Callable[[], Command]) -> Command | None:
+    """One send attempt on this broker: an injected fault for its topic, taken by this broker's name
+    (``send_faults.ScopedFaults``), decides whether it is stored and what it is answered (no answer: None), and
+    the attempt is logged for each of its ``messages`` (client id, key)."""
+    fault = b.faults.take(b.broker_name, request.ext.get("topic") or request.ext.get("b") or "")
+    code, stores = (SUCCESS, True) if fault is None else send_faults.send_fault(b.broker_name, fault)
+    answer = store() if stores else None
+    if answer is not None and answer.code != SUCCESS:  # the store refused it: that is the answer
+        code = answer.code
+    elif answer is not None and code not in (SUCCESS, None):  # stored, answered as injected (FLUSH_DISK_TIMEOUT)
+        answer = request.response(code, "injected by rmqc serve", dict(answer.ext))
+    elif answer is None and code is not None:  # refused as injected
+        answer = request.response(code, f"injected by rmqc serve: {fault}")
+    if code is None:
+        answer = send_faults.NO_ANSWER
+    for uniq_id, key in messages:
+        b.attempts.add(b.broker_name, uniq_id, key, "timeout" if code is None else str(code),
+                       stores and code in (SUCCESS, None, codes.R_FLUSH_DISK_TIMEOUT))
+    return answer
+
+
+def _store_sent(b: RemotingBroker, request: Command) -> Command:
     """``SendMessageProcessor.sendMessage``: store the message, answer its offset message id, queue and offset."""
-    ext = request.ext if request.code == SEND_MESSAGE else {V2_FIELDS.get(k, k): v for k, v in request.ext.items()}
-    topic, queue_id = ext["topic"], int(ext.get("queueId", 0))
+    ext = _send_header(request)
+    topic = ext["topic"]
     properties = decode_properties(ext.get("properties", ""))
     with b.model.locked() as sim:
-        config = sim.broker.topics.get(topic)
+        config = b.topic_here(sim, topic)
+        if config is None and b.index > 0:
+            return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist on {b.broker_name}, apply first please!")
         if config is None:  # msgCheck -> createTopicInSendMessageMethod from the default topic (TOPIC-02)
             default = sim.broker.topics.get(ext.get("defaultTopic", ""))
             try:
@@ -274,7 +354,7 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
         except codes.RocketMQError as exc:
             return request.response(exc.code, exc.message)
         msg_id = properties.get("UNIQ_KEY") or sim.new_msg_id()
-        queue_id %= config.write_queues
+        queue_id = b.model_queue(sim, topic, int(ext.get("queueId", 0)) % config.write_queues)
         if properties.get("TRAN_MSG") == "true" and int(ext.get("sysFlag", 0)) & TRANSACTION_PREPARED_TYPE:
             # SendMessageProcessor -> TransactionalMessageService.prepareMessage; PGROUP names the producer group
             group = tx_rules.half_producer_group(topic, properties.get("PGROUP") or ext.get("producerGroup", ""),
@@ -296,8 +376,8 @@ def send_message(b: RemotingBroker, request: Command) -> Command:
             if isinstance(stored, tuple):
                 return request.response(*stored)
             message = stored
-        answer = {"msgId": b.offset_msg_id(message.commit_offset), "queueId": str(message.queue_id),
-                  "queueOffset": str(message.queue_offset)}
+        answer = {"msgId": b.offset_msg_id(message.commit_offset),
+                  "queueId": str(b.own_queue(sim, topic, message.queue_id)), "queueOffset": str(message.queue_offset)}
     return request.response(SUCCESS, ext=answer)
 
 
@@ -341,33 +421,39 @@ def decode_batch_body(body: bytes) -> list[tuple[bytes, dict[str, str]]]:
     return out
 
 
-def send_batch(b: RemotingBroker, request: Command) -> Command:
+def send_batch(b: RemotingBroker, request: Command) -> Command | None:
+    """A batch as ``_store_batch`` answers it, through this broker's send faults: one attempt of every unit."""
+    units = decode_batch_body(request.body)
+    return _attempt(b, request, [(p.get("UNIQ_KEY", ""), p.get("KEYS")) for _, p in units],
+                    lambda: _store_batch(b, request, units))
+
+
+def _store_batch(b: RemotingBroker, request: Command, units: list[tuple[bytes, dict[str, str]]]) -> Command:
     """``SendMessageProcessor.sendBatchMessage``: the units of the body stored in order in one queue; a
     delayed or transactional batch is MESSAGE_ILLEGAL (DELAY-07); the answer's ``msgId`` lists every unit's
     offset message id, comma-separated, and ``queueOffset`` is the first's."""
     ext = {V2_FIELDS.get(k, k): v for k, v in request.ext.items()}
     topic, queue_id = ext["topic"], int(ext.get("queueId", 0))
     batch_properties = decode_properties(ext.get("properties", ""))
-    units = decode_batch_body(request.body)
     if not units:
         return request.response(codes.R_MESSAGE_ILLEGAL, "the batch is empty")
     tran_type = TRANSACTION_PREPARED_TYPE if batch_properties.get("TRAN_MSG") == "true" else 0
     if delay_rules.store_rejects_batch(tran_type, int(batch_properties.get("DELAY", "0") or 0)):
         return request.response(codes.R_MESSAGE_ILLEGAL, "some delayed or transactional messages in the batch")
     with b.model.locked() as sim:
-        config = sim.broker.topics.get(topic)
+        config = b.topic_here(sim, topic)
         if config is None:
             return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
         stored = []
         for payload, properties in units:
-            message = _store(sim, topic, queue_id % config.write_queues, payload, properties,
-                             properties.get("UNIQ_KEY") or sim.new_msg_id())
+            message = _store(sim, topic, b.model_queue(sim, topic, queue_id % config.write_queues), payload,
+                             properties, properties.get("UNIQ_KEY") or sim.new_msg_id())
             if isinstance(message, tuple):
                 return request.response(*message)
             stored.append(message)
+        own_queue = b.own_queue(sim, topic, stored[0].queue_id)
     return request.response(SUCCESS, ext={"msgId": ",".join(b.offset_msg_id(m.commit_offset) for m in stored),
-                                          "queueId": str(stored[0].queue_id),
-                                          "queueOffset": str(stored[0].queue_offset)})
+                                          "queueId": str(own_queue), "queueOffset": str(stored[0].queue_offset)})
 
 
 def _queue(sim: Simulation, topic: str, queue_id: int) -> list:
@@ -394,12 +480,13 @@ def pull_message(b: RemotingBroker, request: Command, held_until_ms: int | None 
     The waiting is the server's (it holds the pull without a thread): while ``held_until_ms`` has not passed
     and nothing is at the offset this answers None, and the server asks again when the model changes."""
     ext = request.ext
-    topic, queue_id, offset = ext["topic"], int(ext["queueId"]), int(ext["queueOffset"])
+    topic, offset = ext["topic"], int(ext["queueOffset"])
     most = max(1, min(int(ext.get("maxMsgNums", 32)), 32))
     suspend = int(ext.get("sysFlag", 0)) & FLAG_SUSPEND
     with b.model.locked() as sim:
-        if topic not in sim.broker.topics:
+        if b.topic_here(sim, topic) is None:
             return request.response(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        queue_id = b.model_queue(sim, topic, int(ext["queueId"]))
         if suspend and int(ext.get("sysFlag", 0)) & FLAG_COMMIT_OFFSET and "commitOffset" in ext:
             # storeOffsetEnable: a pull the broker may suspend commits the offset it carries
             sim.broker.offsets[(ext["consumerGroup"], topic, queue_id)] = int(ext["commitOffset"])
@@ -444,7 +531,8 @@ def query_consumer_offset(b: RemotingBroker, request: Command) -> Command:
     start still in memory (this broker's queues never leave it) gives 0."""
     ext = request.ext
     with b.model.locked() as sim:
-        offset = sim.broker.offsets.get((ext["consumerGroup"], ext["topic"], int(ext["queueId"])), 0)
+        queue_id = b.model_queue(sim, ext["topic"], int(ext["queueId"]))
+        offset = sim.broker.offsets.get((ext["consumerGroup"], ext["topic"], queue_id), 0)
     return request.response(SUCCESS, ext={"offset": str(offset)})
 
 
@@ -452,14 +540,16 @@ def update_consumer_offset(b: RemotingBroker, request: Command) -> Command:
     """``ConsumerManageProcessor.updateConsumerOffset``."""
     ext = request.ext
     with b.model.locked() as sim:
-        sim.broker.offsets[(ext["consumerGroup"], ext["topic"], int(ext["queueId"]))] = int(ext["commitOffset"])
+        queue_id = b.model_queue(sim, ext["topic"], int(ext["queueId"]))
+        sim.broker.offsets[(ext["consumerGroup"], ext["topic"], queue_id)] = int(ext["commitOffset"])
     return request.response(SUCCESS)
 
 
 def queue_bound(b: RemotingBroker, request: Command) -> Command:
     """``AdminBrokerProcessor.getMaxOffset`` / ``getMinOffset``: the queue's end, or 0."""
     with b.model.locked() as sim:
-        end = len(_queue(sim, request.ext["topic"], int(request.ext["queueId"])))
+        topic = request.ext["topic"]
+        end = len(_queue(sim, topic, b.model_queue(sim, topic, int(request.ext["queueId"]))))
     return request.response(SUCCESS, ext={"offset": str(end if request.code == GET_MAX_OFFSET else 0)})
 
 
@@ -521,6 +611,8 @@ def send_back(b: RemotingBroker, request: Command) -> Command:
     """``SendMessageProcessor.consumerSendMsgBack``: the message at ``offset`` goes back with its delay level
     (to the retry topic, or the DLQ past the maximum) by the model's rule (RETRY-CONC-04)."""
     ext = request.ext
+    if b.faults.take_send_back(ext["group"]):
+        return request.response(SYSTEM_ERROR, "injected by rmqc serve: send_back")
     with b.model.locked() as sim:
         offset = int(ext["offset"])
         if not 0 <= offset < len(sim.broker.commit_log):
@@ -548,7 +640,7 @@ def lock_batch(b: RemotingBroker, request: Command) -> Command:
     with b.model.locked() as sim:
         now = sim.clock.now_ms
         for mq in queues:
-            key = (group, str(mq["topic"]), int(mq["queueId"]))
+            key = (group, str(mq["topic"]), b.model_queue(sim, str(mq["topic"]), int(mq["queueId"])))
             holder = b.locks.get(key)
             if holder is None or holder[0] == client or now - holder[1] > REBALANCE_LOCK_MAX_LIVE_MS:
                 b.locks[key] = (client, now)
@@ -559,9 +651,9 @@ def lock_batch(b: RemotingBroker, request: Command) -> Command:
 def unlock_batch(b: RemotingBroker, request: Command) -> Command:
     """``AdminBrokerProcessor.unlockBatchMQ``: the client's locks on these queues go."""
     group, client, queues = _queues_of(request.body)
-    with b.model.locked():
+    with b.model.locked() as sim:
         for mq in queues:
-            key = (group, str(mq["topic"]), int(mq["queueId"]))
+            key = (group, str(mq["topic"]), b.model_queue(sim, str(mq["topic"]), int(mq["queueId"])))
             if b.locks.get(key, ("",))[0] == client:
                 del b.locks[key]
     return request.response(SUCCESS)
@@ -573,7 +665,7 @@ def search_offset(b: RemotingBroker, request: Command) -> Command:
     ext = request.ext
     wanted = int(ext["timestamp"])
     with b.model.locked() as sim:
-        queue = _queue(sim, ext["topic"], int(ext["queueId"]))
+        queue = _queue(sim, ext["topic"], b.model_queue(sim, ext["topic"], int(ext["queueId"])))
         offset = next((m.queue_offset for m in queue if b.model.spec_wall_ms(m.store_ms) >= wanted), len(queue))
     return request.response(SUCCESS, ext={"offset": str(offset)})
 
@@ -666,4 +758,6 @@ HANDLERS: dict[int, Handler] = {
     SEARCH_OFFSET_BY_TIMESTAMP: search_offset, END_TRANSACTION: end_transaction,
     GET_CONSUMER_RUNNING_INFO: consumer_running_info, SEND_BATCH_MESSAGE: send_batch,
     CHECK_CLIENT_CONFIG: check_client_config, UPDATE_BROKER_CONFIG: update_broker_config,
+    send_faults.INJECT_SEND_FAULT: lambda b, r: send_faults.inject(r, b.broker_name, b.faults),
+    send_faults.SEND_ATTEMPTS: lambda b, r: send_faults.attempts_answer(r, b.attempts),
 }

@@ -1,6 +1,10 @@
-"""The remoting front end's sockets: a name server port and a broker port on loopback, on the model's event
-loop (the gRPC front end's), every request answered by ``handlers`` in a worker thread (REMOTING-01). A pull
+"""The remoting front end's sockets: a name server port and a port for each broker on loopback, on the model's
+event loop (the gRPC front end's), every request answered by ``handlers`` in a worker thread (REMOTING-01). A pull
 the broker may suspend is held on the loop, awaiting the model's changes, so it holds no thread.
+
+Two brokers by default, ``broker-a`` and ``broker-b``, over the one model: every topic is on ``broker-a``; one made
+on ``broker-b`` too (``mqadmin updateTopic -b`` on each) spans both, with the same queue numbers on each, so a
+client's send retries have another broker to go to (QSEL-02, SEND-4X-02).
 
 A malformed frame closes its own connection and nothing else, as does a peer that sends part of a frame and
 then nothing for ``partial_frame_s``; a request the handlers do not know is answered
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import functools
 import itertools
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +24,7 @@ from ..limits import ServeLimits
 from ..model_service import RealTimeModel
 from .codec import ONEWAY_FLAG, Command, FrameError, FrameSplitter, decode, encode
 from .handlers import PULL_MESSAGE, SYSTEM_ERROR, RemotingBroker, pull_suspend_until_ms
+from .send_faults import AttemptLog, ScopedFaults
 
 log = logging.getLogger("rmqc.remoting")
 READ_CHUNK = 64 * 1024
@@ -26,17 +32,28 @@ MAX_IN_FLIGHT = 64
 """Requests of one connection being answered at once; the connection reads no more until one is done."""
 
 
+BROKERS = 2
+"""Brokers ``rmqc serve`` runs by default."""
+
+
 class RemotingServer:
-    """Two listening sockets (name server, broker) over one ``RemotingBroker``."""
+    """Listening sockets (the name server, each broker) over one ``RemotingBroker`` each; the name server's
+    requests are the first broker's to answer."""
 
     def __init__(self, model: RealTimeModel, host: str = "127.0.0.1", namesrv_port: int = 0, broker_port: int = 0,
-                 workers: int = 8, limits: ServeLimits | None = None) -> None:
-        """``model`` must be started: its loop carries these sockets."""
+                 workers: int = 8, limits: ServeLimits | None = None, brokers: int = BROKERS) -> None:
+        """``model`` must be started: its loop carries these sockets. ``broker_port`` is the first broker's; the
+        others take free ports."""
+        if not 1 <= brokers <= 26:
+            raise ValueError(f"rmqc serve runs 1 to 26 brokers, not {brokers}")
         self.model, self.host = model, host
         self.limits = limits or ServeLimits()
         self._ports = (namesrv_port, broker_port)
+        self._broker_count = brokers
         self.namesrv_port = self.broker_port = 0
         self.broker: RemotingBroker | None = None
+        """the first broker (``broker-a``), which answers the name server's requests too"""
+        self.brokers: list[RemotingBroker] = []
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rmqc-remoting")
         self._loop = model.loop
         self._servers: list[asyncio.base_events.Server] = []
@@ -56,14 +73,29 @@ class RemotingServer:
         return self
 
     async def _listen(self) -> None:
-        namesrv = await asyncio.start_server(self._serve, self.host, self._ports[0])
-        broker = await asyncio.start_server(self._serve, self.host, self._ports[1])
-        self._servers = [namesrv, broker]
+        cluster: list[tuple[str, str]] = []
+        attempts, faults = AttemptLog(), ScopedFaults()
+        for index in range(self._broker_count):
+            broker = RemotingBroker(self.model, "", f"broker-{chr(ord('a') + index)}", self, index=index,
+                                    cluster=cluster, attempts=attempts, faults=faults)
+            server = await asyncio.start_server(functools.partial(self._serve, broker), self.host,
+                                                self._ports[1] if index == 0 else 0)
+            broker.broker_address = f"{self.host}:{server.sockets[0].getsockname()[1]}"
+            cluster.append((broker.broker_name, broker.broker_address))
+            self.brokers.append(broker)
+            self._servers.append(server)
+        self.broker = self.brokers[0]
+        self.broker_port = int(self.broker.broker_address.rpartition(":")[2])
+        namesrv = await asyncio.start_server(functools.partial(self._serve, self.broker), self.host, self._ports[0])
+        self._servers.append(namesrv)
         self.namesrv_port = namesrv.sockets[0].getsockname()[1]
-        self.broker_port = broker.sockets[0].getsockname()[1]
-        self.broker = RemotingBroker(self.model, f"{self.host}:{self.broker_port}", calls=self)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    @property
+    def broker_addresses(self) -> list[str]:
+        return [b.broker_address for b in self.brokers]
+
+    async def _serve(self, broker: RemotingBroker, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
         """Requests on one connection run side by side (a client pipelines them: a suspended pull must not
         hold its heart beats back), at most ``MAX_IN_FLIGHT`` at once; answers go out as they are ready."""
         splitter = FrameSplitter()
@@ -94,7 +126,7 @@ class RemotingServer:
                             awaited.set_result(request)
                         continue
                     await slots.acquire()
-                    task = asyncio.create_task(self._reply(request, writer, slots))
+                    task = asyncio.create_task(self._reply(broker, request, writer, slots))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
         except FrameError as exc:
@@ -107,19 +139,20 @@ class RemotingServer:
             for task in tasks:
                 task.cancel()
             writer.close()
-            if self.broker is not None:
-                try:
-                    await asyncio.get_running_loop().run_in_executor(self._executor, self.broker.connection_closed,
-                                                                     connection)
-                except RuntimeError:  # the server is stopping: nothing is left to tidy
-                    pass
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, broker.connection_closed, connection)
+            except RuntimeError:  # the server is stopping: nothing is left to tidy
+                pass
 
-    async def _reply(self, request: Command, writer: asyncio.StreamWriter, slots: asyncio.Semaphore) -> None:
+    async def _reply(self, broker: RemotingBroker, request: Command, writer: asyncio.StreamWriter,
+                     slots: asyncio.Semaphore) -> None:
+        """The answer, written back; a request its broker never answers (an injected timeout) gets none."""
         try:
-            response = await self._held_pull(request) if request.code == PULL_MESSAGE else None
+            response = await self._held_pull(broker, request) if request.code == PULL_MESSAGE else None
             if response is None:
-                response = await asyncio.get_running_loop().run_in_executor(self._executor, self._answer, request)
-            if not request.is_oneway and not writer.is_closing():
+                response = await asyncio.get_running_loop().run_in_executor(self._executor, self._answer, broker,
+                                                                            request)
+            if response is not None and not request.is_oneway and not writer.is_closing():
                 writer.write(encode(response))
                 await writer.drain()
         except (ConnectionError, RuntimeError):
@@ -127,22 +160,24 @@ class RemotingServer:
         finally:
             slots.release()
 
-    async def _held_pull(self, request: Command) -> Command | None:
+    async def _held_pull(self, broker: RemotingBroker, request: Command) -> Command | None:
         """A pull with FLAG_SUSPEND, held on the loop until a message is at its offset or its suspension ends;
         None for a pull to answer at once (or a malformed one: the handler's answer)."""
-        assert self.broker is not None
         try:
-            until = pull_suspend_until_ms(self.broker, request)
+            until = pull_suspend_until_ms(broker, request)
+            topic = request.ext.get("topic")
+            with self.model.locked() as sim:
+                queue_id = broker.model_queue(sim, str(topic), int(request.ext.get("queueId", 0)))
         except (KeyError, ValueError):
             return None
         if until is None:
             return None
         while True:
-            response = self.broker.pull_held(request, until)
+            response = broker.pull_held(request, until)
             if response is not None:
                 return response
             await self.model.changes(until, self.model.wall_seconds(until - self.model.spec_now_ms()) + 0.05,
-                                     request.ext.get("topic"), int(request.ext.get("queueId", 0)))
+                                     topic, queue_id)
 
     # ---- the broker's calls to its clients (handlers.ClientCalls) ----
 
@@ -172,10 +207,9 @@ class RemotingServer:
         finally:
             self._awaited.pop(opaque, None)
 
-    def _answer(self, request: Command) -> Command:
-        assert self.broker is not None
+    def _answer(self, broker: RemotingBroker, request: Command) -> Command | None:
         try:
-            return self.broker.handle(request)
+            return broker.handle(request)
         except Exception as exc:  # the server keeps serving whatever one request does
             log.exception("remoting request %s failed", request.code)
             return request.response(SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

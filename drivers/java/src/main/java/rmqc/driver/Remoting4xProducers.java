@@ -75,6 +75,9 @@ final class Remoting4xProducers {
             if (options.has("retry_times")) {
                 producer.setRetryTimesWhenSendFailed((int) num(options, "retry_times", 2));
             }
+            if (options.has("send_latency_fault_enable")) {
+                producer.setSendLatencyFaultEnable(flag(options, "send_latency_fault_enable"));
+            }
             if (options.has("retry_another_broker_when_not_store_ok")) {
                 producer.setRetryAnotherBrokerWhenNotStoreOK(flag(options, "retry_another_broker_when_not_store_ok"));
             }
