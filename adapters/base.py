@@ -12,7 +12,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from history.events import Event
 from history.outcomes import NotApplicable
-from history.values import SETTLE_LIMIT_MS, LocalTransactionState
+from history.values import SEND_OUTCOMES, SETTLE_LIMIT_MS, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 
 CAPABILITIES = {
@@ -217,8 +217,6 @@ class Target(abc.ABC):
 
     def send_fault_outcomes(self) -> tuple[str, ...]:
         """The outcomes ``inject_send_fault`` can give here, for a test to draw from; none without ``fault.send``."""
-        from reference_impl.model.broker import SEND_OUTCOMES
-
         return SEND_OUTCOMES if "fault.send" in self.capabilities else ()
 
     def stored_messages(self, topic: str) -> list[dict[str, object]]:

@@ -15,8 +15,8 @@ from typing import Any
 from frontends.remoting import handlers as codes
 from frontends.remoting import send_faults
 from history.outcomes import NotApplicable
-from reference_impl.model.broker import SEND_OUTCOMES
 from history.profiles import REMOTING_4X
+from history.values import SEND_OUTCOMES
 from history.views import Listener
 from reference_impl.rules import cpp4x
 from spec import versions

@@ -35,3 +35,10 @@ NODE_5X_SDK = "nodejs"
 SETTLE_LIMIT_MS = 30 * 24 * 3_600_000
 """The most spec time a settle lets pass (``Target.settle``, a simulation run to idle): a month, far past any
 ladder, check schedule or expiry."""
+
+
+SEND_OUTCOMES = ("unreachable", "timeout", "timeout_after_store", "system_busy", "system_error",
+                 "flush_disk_timeout", "message_illegal")
+"""What an injected broker fault makes a send attempt meet (``Target.inject_send_fault``; SEND-4X-02, SEND-5X-01,
+SEND-5X-02, SEND-5X-03)."""
+

@@ -76,6 +76,60 @@ def test_a_send_is_stored_in_the_model(server, serialize: int, code: int, short:
         assert len(stored) == 1 and stored[0].body == b"hello" and stored[0].properties["KEYS"] == f"k-{code}-{serialize}"
 
 
+def _send_attempt(client: RemotingClient, topic: str, queue_id: int, uniq: str) -> Command:
+    header = {"producerGroup": "P", "topic": topic, "queueId": queue_id, "sysFlag": 0, "bornTimestamp": 0, "flag": 0,
+              "properties": _properties(KEYS=uniq, UNIQ_KEY=uniq)}
+    return client.call(h.SEND_MESSAGE, header, body=b"x")
+
+
+def test_a_topic_made_on_both_brokers_spans_them_and_their_faults_are_logged(server) -> None:
+    """The second broker keeps only topics made on it too; its queue q is the model's stride + q; an injected
+    fault answers its code for the session's topics only, and every attempt is logged with what it met."""
+    a, b = server.broker_addresses
+    with RemotingClient(server.namesrv_address) as ns:
+        assert [name for name, _ in ns.broker_table()] == ["broker-a", "broker-b"]
+    with RemotingClient(a) as broker_a, RemotingClient(b) as broker_b:
+        assert broker_a.create_topic("Two-s1", 2, 2).code == h.SUCCESS
+        assert _send_attempt(broker_b, "Two-s1", 0, "before").code == h.TOPIC_NOT_EXIST  # not made on broker-b yet
+        assert broker_b.create_topic("Two-s1", 2, 2).code == h.SUCCESS
+        assert broker_b.create_topic("Two-s1", 4, 4).code == h.SYSTEM_ERROR  # one queue layout on both
+        with RemotingClient(server.namesrv_address) as ns:
+            route = ns.route("Two-s1")
+        assert [q["brokerName"] for q in route["queueDatas"]] == ["broker-a", "broker-b"]
+        assert broker_b.inject_send_fault("system_busy", 1, scope="-s1").code == h.SUCCESS
+        assert broker_b.inject_send_fault("unreachable", 1, scope="-s1").code == h.SYSTEM_ERROR
+        assert broker_b.inject_send_fault("nonsense", 1, scope="-s1").code == h.SYSTEM_ERROR
+        assert broker_a.create_topic("Other-s2", 1, 1).code == h.SUCCESS
+        assert _send_attempt(broker_b, "Two-s1", 1, "busy").code == 2  # SYSTEM_BUSY
+        stored = _send_attempt(broker_b, "Two-s1", 1, "stored")
+        assert stored.code == h.SUCCESS and stored.ext["queueId"] == "1"
+        assert broker_a.inject_send_fault("system_error", -1, scope="-s1").code == h.SUCCESS
+        assert _send_attempt(broker_a, "Other-s2", 0, "elsewhere").code == h.SUCCESS  # another scope: untouched
+        assert _send_attempt(broker_a, "Two-s1", 0, "refused").code == h.SYSTEM_ERROR
+        assert broker_a.inject_send_fault("", 0, scope="-s1", clear=True).code == h.SUCCESS
+        assert _send_attempt(broker_a, "Two-s1", 0, "cleared").code == h.SUCCESS
+        log = {u: broker_a.send_attempts(u, None) for u in ("busy", "stored", "refused", "cleared")}
+    assert [(x["broker"], x["outcome"], x["stored"]) for x in log["busy"]] == [("broker-b", "2", False)]
+    assert [(x["broker"], x["outcome"], x["stored"]) for x in log["stored"]] == [("broker-b", "0", True)]
+    assert [(x["broker"], x["outcome"]) for x in log["refused"]] == [("broker-a", "1")]
+    assert [(x["broker"], x["outcome"]) for x in log["cleared"]] == [("broker-a", "0")]
+    with server.model.locked() as sim:
+        stride = sim.broker.topics["Two-s1"].stride
+        assert [m.msg_id for m in sim.broker.queues[("Two-s1", stride + 1)]] == ["stored"]
+
+
+def test_an_injected_timeout_is_never_answered(server) -> None:
+    with RemotingClient(server.broker_addresses[0], timeout_s=1) as client:
+        client.create_topic("Slow-s3", 1, 1)
+        client.inject_send_fault("timeout_after_store", 1, scope="-s3")
+        with pytest.raises(RemotingClientError, match="did not answer"):
+            _send_attempt(client, "Slow-s3", 0, "dropped")
+    with RemotingClient(server.broker_addresses[0]) as client:
+        assert [(x["outcome"], x["stored"]) for x in client.send_attempts("dropped", None)] == [("timeout", True)]
+    with server.model.locked() as sim:
+        assert [m.msg_id for m in sim.broker.queues[("Slow-s3", 0)]] == ["dropped"]
+
+
 def test_unknown_codes_and_missing_topics_get_rocketmq_codes(server) -> None:
     with RemotingClient(server.namesrv_address) as client:
         unknown = client.call(9999)

@@ -12,6 +12,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from history.values import SEND_OUTCOMES  # the faults a broker takes (re-exported here)
+
 from ..rules import codes, retry4x, retry5x, topic_types
 from ..rules import delay as delay_rules
 from ..rules import fifo as fifo_rules
@@ -98,9 +100,7 @@ class GroupConfig:
                                          self.exponential_ms, fifo=self.fifo)
 
 
-SEND_OUTCOMES = ("unreachable", "timeout", "timeout_after_store", "system_busy", "system_error",
-                 "flush_disk_timeout", "message_illegal")
-"""What an injected broker fault makes a send attempt meet (SEND-4X-02, SEND-5X-01, SEND-5X-02, SEND-5X-03)."""
+
 
 
 @dataclass
