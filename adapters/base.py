@@ -51,6 +51,8 @@ CAPABILITIES = {
                      "request codes)",
     "observe.client_offsets": "the offsets a 4.x client commits locally are events (OFFSET_COMMIT)",
     "send.orderly": "4.x ordered send: the queue chosen by a sharding key",
+    "consumer.broker_locks": "a 4.x orderly consumer takes a queue only under the broker's lock (LOCK_BATCH_MQ at "
+                             "each rebalance, ORDER-4X-04); the reference's consumers take no lock",
     "send.latency_fault": "a 4.x producer with the client's latency fault tolerance on (sendLatencyFaultEnable, "
                           "SEND-4X-06, SEND-4X-07); the reference's producers run with it off",
     "sdk.java4x": "the official Java 4.x client (rocketmq-client 4.9.8): the catalog's 4.x client behaviours are its "

@@ -479,6 +479,12 @@ class DriverConsumer:
         return {(t, q): o for t, q, o in self._state()["offsets"]}
 
     @property
+    def locks(self) -> dict[tuple[str, int], tuple[bool, int | None]]:
+        """An orderly 4.x consumer's broker locks as its client keeps them: (topic, queue id) -> (locked, the spec
+        ms of the last lock the broker granted); empty where the driver does not tell (``consumer.broker_locks``)."""
+        return {(t, q): (bool(locked), at) for t, q, locked, at in self._state().get("locks", ())}
+
+    @property
     def allocation(self) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
         """The client's own view of its allocation: (the queues it holds, the queues it allocated over), each as
         (topic, broker name, queue id) in the names the client uses; empty where the driver does not tell."""

@@ -170,13 +170,16 @@ class RemotingTarget(WallDriverTarget):
     """How long a one-way send's attempt may take to reach the broker after the client let it go."""
 
     def _attempts_of(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        """By the message's client id only: keys repeat across sessions and sends, and a send the client refused
+        before any attempt has no id (and no attempt)."""
         uniq_id = row.get("msg_id") or None
-        key = None if uniq_id else row.get("key")  # keys may repeat across sessions; client ids do not
+        if uniq_id is None:
+            return []
         deadline = time.monotonic() + (self.ATTEMPTS_WAIT_S if row.get("kind") == "SEND_UNKNOWN" else 0)
         while True:
             try:
                 with RemotingClient(self._attempts_address, 5) as client:
-                    attempts = client.send_attempts(uniq_id, key) or []
+                    attempts = client.send_attempts(uniq_id, None) or []
             except RemotingClientError:
                 return []
             if attempts or time.monotonic() >= deadline:

@@ -90,7 +90,8 @@ class WallDriverTarget(DriverTarget):
         answer = super().call(cmd, **fields)
         if cmd == "consumer_state":
             answer = {**answer, "assigned": [[self.names.logical(t), *rest] for t, *rest in answer.get("assigned", [])],
-                      "offsets": [[self.names.logical(t), *rest] for t, *rest in answer.get("offsets", [])]}
+                      "offsets": [[self.names.logical(t), *rest] for t, *rest in answer.get("offsets", [])],
+                      "locks": [[self.names.logical(t), *rest] for t, *rest in answer.get("locks", [])]}
         elif cmd in ("read_stored", "stored_messages"):  # what a topic stores, read back: in this session's names
             answer = {**answer, "messages": [self._stored_names(m) for m in answer.get("messages", [])]}
         return answer

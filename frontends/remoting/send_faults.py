@@ -16,6 +16,7 @@ request fast only when the client itself closes the channel).
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import threading
@@ -55,24 +56,30 @@ class SendAttempt:
 
 @dataclass
 class AttemptLog:
-    """Every send attempt of one ``rmqc serve``, shared by its brokers."""
+    """Every send attempt of one ``rmqc serve``, shared by its brokers, by the message's client id."""
 
-    attempts: list[SendAttempt] = field(default_factory=list)
+    _by_uniq: "collections.OrderedDict[str, list[SendAttempt]]" = field(default_factory=collections.OrderedDict)
     _seq: "itertools.count[int]" = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     MOST = 100_000
-    """Kept at most; the oldest go first (a long run's early sends are long asked for)."""
+    """Messages kept at most; the oldest go first (a long run's early sends are long asked for)."""
 
     def add(self, broker: str, uniq_id: str, key: str | None, outcome: str, stored: bool) -> None:
         with self._lock:
-            self.attempts.append(SendAttempt(next(self._seq), broker, uniq_id, key, outcome, stored))
-            if len(self.attempts) > self.MOST:
-                del self.attempts[: len(self.attempts) - self.MOST]
+            attempt = SendAttempt(next(self._seq), broker, uniq_id, key, outcome, stored)
+            self._by_uniq.setdefault(uniq_id, []).append(attempt)
+            if len(self._by_uniq) > self.MOST:
+                self._by_uniq.popitem(last=False)
 
     def of(self, uniq_id: str | None = None, key: str | None = None) -> list[SendAttempt]:
+        """The attempts of the message with client id ``uniq_id`` (and ``key``, if given), or of every message
+        with ``key``, oldest first."""
         with self._lock:
-            return [a for a in self.attempts if (uniq_id is None or a.uniq_id == uniq_id)
-                    and (key is None or a.key == key)]
+            if uniq_id is not None:
+                found = list(self._by_uniq.get(uniq_id, ()))
+            else:
+                found = sorted((a for attempts in self._by_uniq.values() for a in attempts), key=lambda a: a.seq)
+            return [a for a in found if key is None or a.key == key]
 
 
 @dataclass
@@ -145,6 +152,7 @@ def inject(request: Command, broker: str, faults: ScopedFaults) -> Command:
 
 def attempts_answer(request: Command, log: AttemptLog) -> Command:
     """SEND_ATTEMPTS: the attempts of one message (by ``uniqId``, else ``key``), oldest first, as JSON."""
-    found = log.of(request.ext.get("uniqId") or None, request.ext.get("key") or None)
+    uniq_id, key = request.ext.get("uniqId") or None, request.ext.get("key") or None
+    found = log.of(uniq_id, key) if uniq_id or key else []
     body = json.dumps([asdict(a) for a in found], separators=(",", ":")).encode("utf-8")
     return request.response(codes.R_SUCCESS, body=body)

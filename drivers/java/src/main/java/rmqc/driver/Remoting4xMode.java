@@ -145,7 +145,7 @@ public final class Remoting4xMode implements Mode {
                 "consumer.push4x.concurrent", "consumer.push4x.orderly", "consumer.push4x.broadcast",
                 "consumer.suspend_time", "consumer.allocation", "consumer.filter.tag", "consumer.filter.sql", "transactions",
                 "observe.queue_id", "observe.offset", "observe.client_offsets", "observe.stored",
-                "observe.properties", "send.latency_fault", "sdk.java4x");
+                "observe.properties", "send.latency_fault", "consumer.broker_locks", "sdk.java4x");
     }
 
     @Override

@@ -321,7 +321,37 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
             }
         }
         return obj("client_id", clientId(), "assigned", assigned, "offsets", offsets, "queues", held,
-                "subscribed", over);
+                "subscribed", over, "locks", locks());
+    }
+
+    /**
+     * An orderly consumer's broker locks as the client keeps them, from its process queues: [topic, queue id,
+     * locked, the spec ms of the last lock the broker granted] (ProcessQueue.isLocked, getLastLockTimestamp: wall
+     * ms of the client's clock). None for a concurrent consumer.
+     */
+    private JsonArray locks() {
+        JsonArray out = new JsonArray();
+        if (!orderly) {
+            return out;
+        }
+        Clock clock = mode.wire.clock();
+        long wallNow = System.currentTimeMillis();
+        long specNow = clock.nowMs();
+        for (Map.Entry<MessageQueue, ProcessQueue> e
+                : consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().entrySet()) {
+            ProcessQueue pq = e.getValue();
+            if (pq.isDropped()) {
+                continue;
+            }
+            JsonArray row = new JsonArray();
+            row.add(e.getKey().getTopic());
+            row.add(e.getKey().getQueueId());
+            row.add(pq.isLocked());
+            long last = pq.getLastLockTimestamp();
+            row.add(last <= 0 ? null : specNow - Math.round((wallNow - last) / clock.timeScale));
+            out.add(row);
+        }
+        return out;
     }
 
     /** [topic, broker name, queue id], as the client names the queue (the server's names). */
