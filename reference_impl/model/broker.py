@@ -100,9 +100,6 @@ class GroupConfig:
                                          self.exponential_ms, fifo=self.fifo)
 
 
-
-
-
 @dataclass
 class BrokerFaults:
     """Injected failures; counts go down as they are used, -1 means always."""
