@@ -79,13 +79,9 @@ class JavaRemotingTarget(RemotingTarget):
         """``send_back``: the session's next ``count`` send-backs (-1: all) are refused by ``rmqc serve``'s brokers,
         so the client republishes the message itself (RETRY-CONC-08); a real broker takes no injected fault."""
         if name != send_faults.SEND_BACK or not self._logs_attempts():
-            super().inject_fault(name, count)
-        for _, address in self._broker_table():
-            with RemotingClient(address, 5) as client:
-                answer = client.inject_send_fault(send_faults.SEND_BACK, count, self._fault_scope)
-            if answer.code != codes.SUCCESS:
-                raise NotApplicable(f"{self.name}: the broker at {address} refused the {name} fault: {answer.remark}")
-            self._faulted = {*getattr(self, "_faulted", ()), address}
+            return super().inject_fault(name, count)
+        broker, address = self._broker_table()[0]  # the served brokers share their faults (send_faults.ScopedFaults)
+        self._serve_fault(broker, address, send_faults.SEND_BACK, count)
 
     def update_topic(self, name: str, *, read_queues: int, write_queues: int) -> None:
         """As ``mqadmin updateTopic -r R -w W``: UPDATE_AND_CREATE_TOPIC with the new queue numbers (TOPIC-03)."""

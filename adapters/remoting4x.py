@@ -102,13 +102,18 @@ class RemotingTarget(WallDriverTarget):
         address = dict(self._broker_table()).get(broker)
         if address is None:
             raise NotApplicable(f"{self.name}: the name server knows no broker {broker}")
+        self._serve_fault(broker, address, outcome, count)
+
+    def _serve_fault(self, broker: str, address: str, outcome: str, count: int) -> None:
+        """``rmqc serve``'s INJECT_SEND_FAULT on the broker at ``address``, for this session's names; a broker that
+        does not take it makes the test not applicable."""
         try:
             with RemotingClient(address, 5) as client:
                 answer = client.inject_send_fault(outcome, count, self._fault_scope)
         except RemotingClientError as exc:
             raise TargetError(f"{self.name}: injecting {outcome} into {broker}: {exc}") from None
         if answer.code == codes.REQUEST_CODE_NOT_SUPPORTED:
-            raise NotApplicable(f"{self.name}: {broker} takes no injected send fault (only rmqc serve's brokers do)")
+            raise NotApplicable(f"{self.name}: {broker} takes no injected fault (only rmqc serve's brokers do)")
         if answer.code != codes.SUCCESS:
             raise NotApplicable(f"{self.name}: {broker} refused the {outcome} fault: {answer.remark}")
         self._faulted = {*getattr(self, "_faulted", ()), address}

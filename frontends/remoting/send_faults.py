@@ -22,7 +22,8 @@ import json
 import threading
 from dataclasses import asdict, dataclass, field
 
-from reference_impl.model.broker import SEND_OUTCOMES, BrokerFaults
+from history.values import SEND_OUTCOMES
+from reference_impl.model.broker import BrokerFaults
 from reference_impl.rules import codes
 
 from .codec import Command
@@ -103,6 +104,11 @@ class ScopedFaults:
                         return fault
         return None
 
+    def set_send_back(self, scope: str, count: int) -> None:
+        """The scope's next ``count`` send-backs fail (-1: all of them)."""
+        with self._lock:
+            self.scopes.setdefault(scope, BrokerFaults()).send_back_failures = count
+
     def take_send_back(self, group: str) -> bool:
         """Whether the next CONSUMER_SEND_MSG_BACK of ``group`` fails (counted down; RETRY-CONC-08)."""
         with self._lock:
@@ -137,8 +143,7 @@ def inject(request: Command, broker: str, faults: ScopedFaults) -> Command:
         faults.clear(scope)
         return request.response(codes.R_SUCCESS)
     if outcome == SEND_BACK:
-        with faults._lock:
-            faults.scopes.setdefault(scope, BrokerFaults()).send_back_failures = count
+        faults.set_send_back(scope, count)
         return request.response(codes.R_SUCCESS)
     if outcome in NOT_SERVED:
         return request.response(codes.R_SYSTEM_ERROR, f"rmqc serve cannot show a real client an {outcome} broker: "
