@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.base import wall_budget_s
 from history.profiles import BROKER_PROFILES
 from history.values import LocalTransactionState as S
 from reference_impl.rules import cpp4x
@@ -164,20 +165,30 @@ def test_immunity_property_delays_the_first_check(target, rmq_spec, rmq_release)
 @pytest.mark.spec("TX-07", "SDK-NODE-06", "SDK-GO-01", "SDK-JAVA5-01")
 def test_a_producer_that_declares_no_topic_is_never_checked(target, rmq_spec, rmq_release):
     """The proxy registers a producer under the topics it declares; a half's checks go to a producer of the
-    half's topic. One that declared none is never asked, though its half waits for checks."""
+    half's topic. One that declared none is never asked, though its half waits for checks. The clients whose send
+    declares the topic (SDK-NODE-06, SDK-JAVA5-01, SDK-GO-01) are asked: for them the wait ends at the first
+    check, bounded by twice the window (and the test's wall budget), since on a wall clock a loaded machine can
+    delay it past one scan."""
+    interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
+    habit = next(((sid, name) for drives, sid, name in ((drives_nodejs_only, "SDK-NODE-06", "Node.js"),
+                                                        (drives_java_client_only, "SDK-JAVA5-01", "Java 5.x"),
+                                                        (drives_go_only, "SDK-GO-01", "Go"))
+                  if drives(target)), None)
+    window = 3 * interval + TRANSACTION_TIMEOUT_MS
     target.create_topic("T", message_type="TRANSACTION")
     asked = []
     producer = target.transaction_producer("TP", check=lambda key, n: asked.append(n) or S.COMMIT_MESSAGE)
     producer.send_in_transaction("T", b"x", key="tx", local_state=S.UNKNOW)
-    interval = rmq_spec.get("TX-03").variant_at(rmq_release)["defaults"]["transactionCheckInterval"]
-    target.settle(3 * interval + TRANSACTION_TIMEOUT_MS)
-    if drives_nodejs_only(target):  # its send declared the topic (SDK-NODE-06): it is asked, and commits
-        require(asked[:1] == [1], "SDK-NODE-06", f"the Node.js producer was asked {len(asked)} times")
+    if habit is None:
+        target.settle(window)
+        require(asked == [], "TX-07", f"a producer that declared no topic was asked {len(asked)} times")
         return
-    if drives_java_client_only(target):  # its send declared the topic (SDK-JAVA5-01): it is asked, and commits
-        require(asked[:1] == [1], "SDK-JAVA5-01", f"the Java 5.x producer was asked {len(asked)} times")
-        return
-    if drives_go_only(target):  # its send declared the topic too (SDK-GO-01): it is asked, and commits
-        require(asked[:1] == [1], "SDK-GO-01", f"the Go producer was asked {len(asked)} times")
-        return
-    require(asked == [], "TX-07", f"a producer that declared no topic was asked {len(asked)} times")
+    waited = 0
+    budget_ms = wall_budget_s() * 1000 / target.time_scale
+    while not asked and waited < min(2 * window, budget_ms):  # its send declared the topic: asked, and commits
+        target.advance(interval)
+        waited += interval
+    sid, name = habit
+    seen = sum(1 for e in target.events() if e.kind == "TX_CHECK")  # the client's own record of checks it took
+    require(asked[:1] == [1], sid, f"the {name} producer was asked {len(asked)} times in {waited} ms after its "
+                                   f"half (the first check is due within {window} ms; the client recorded {seen})")
