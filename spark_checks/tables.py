@@ -1,0 +1,178 @@
+"""The tables and columns more than one family of checks reads, built from the cache once per run: each
+table is cached by the first check that asks (``_cached``, the checks run concurrently). The sends and their
+delay (DELAY-01, DELAY-02, DELAY-08), the messages stored twice (TX-05), one row per (message, group)
+(``lives``), every redelivery beside the delivery before it in time (``redeliveries``, RETRY-5X-08), the rows
+of a group whose members changed (``consumers.Stated.changes``), and the columns read from a profile's tables
+and the soak manifest (``_looked_up``, ``_case``, ``_per_group``, ``_in_crash_window``)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .loading import _is
+
+
+# ---- tables shared by the checks, built from the cache once per run ------------------------------
+
+def _cached(ctx, name: str, build: Callable[[], Any]):
+    """The table ``name`` of this run, cached; built by the first check that asks (checks run concurrently)."""
+    with ctx["lock"]:
+        if name not in ctx["tables"]:
+            ctx["tables"][name] = build().cache()
+        return ctx["tables"][name]
+
+
+def sends(e):
+    """SEND_OK rows (in message order, as cached): what the checks compare deliveries with. A 5.x timed
+    message's SEND_OK carries the wait to its delivery time in ``expected_delay_ms`` (DELAY-08)."""
+    return e.filter(_is("SEND_OK")).select("m", "m2", "t", "seq", "delay_level", "ts_ms", "expected_delay_ms")
+
+
+def _delay_ms(t):
+    """A send's delay (null when none): its level's (DELAY-01, DELAY-02: past the table's end, the last
+    level), else a 5.x timed message's wait to its delivery time (DELAY-08)."""
+    from pyspark.sql import functions as F
+
+    level = F.least(F.col("delay_level"), F.lit(len(t.delay_levels_ms)))
+    return F.coalesce(F.when(F.col("delay_level") > 0, _looked_up(t.delay_levels_ms, level)),
+                      F.when(F.col("expected_delay_ms") > 0, F.col("expected_delay_ms")))
+
+
+def stored_twice(e, ctx):
+    """The messages sent more than once under one id: from 5.1.0 a transaction its producer committed can be
+    committed again by a check that ran before the commit's op message was written (TX-05), and each commit
+    stores the message anew, so its deliveries are two lives under one id. The duplicates and retry-interval
+    checks count them apart: the log cannot tell which copy a delivery was."""
+    from pyspark.sql import functions as F
+
+    return _cached(ctx, "stored_twice", lambda: (
+        sends(e).groupBy("m", "m2").agg(F.count(F.lit(1)).alias("stores")).filter(F.col("stores") > 1)
+        .select("m", "m2")))
+
+
+def _apart(rows, twice):
+    """``rows`` split into (those of a message stored once, the count of those of a message stored twice)."""
+    from pyspark.sql import functions as F
+
+    if twice.isEmpty():  # the usual case (no transaction, or a release before 5.1.0): no join at all
+        return rows, 0
+    return rows.join(F.broadcast(twice), ["m", "m2"], "left_anti"), \
+        rows.join(F.broadcast(twice), ["m", "m2"], "left_semi").count()
+
+
+def lives(e, ctx):
+    """One row per (message, group): deliveries, successes, DLQ time, first (attempt 1) and last delivery,
+    the topic it was delivered from. A streaming aggregate over the sorted cache; cached for four checks."""
+    from pyspark.sql import functions as F
+
+    deliver, dlq = _is("DELIVER"), _is("DLQ")
+    return _cached(ctx, "lives", lambda: e.filter(_is("DELIVER", "CONSUME_OK", "DLQ")).groupBy("m", "m2", "g").agg(
+        F.count(F.when(deliver, 1)).alias("deliveries"), F.count(F.when(_is("CONSUME_OK"), 1)).alias("successes"),
+        F.min(F.when(dlq, F.col("ts_ms"))).alias("dlq_ts"),
+        F.min(F.when(deliver, F.col("ts_ms"))).alias("first_delivery"),
+        F.max(F.when(deliver, F.col("ts_ms"))).alias("last_delivery"),
+        F.max(F.when(deliver, F.col("attempt"))).alias("last_attempt"),
+        F.min(F.when(deliver & (F.col("attempt") == 1), F.col("ts_ms"))).alias("first_attempt_1"),
+        F.max(F.when(deliver, F.col("t"))).alias("t"),
+        # one client had every delivery (attempt counts are a client's), and the client of the last one
+        (F.min(F.when(deliver, F.col("c"))) == F.max(F.when(deliver, F.col("c")))).alias("one_client"),
+        F.max_by(F.col("c"), F.when(deliver, F.col("ts_ms"))).alias("last_c")))
+
+
+def redeliveries(e, ctx):
+    """Each delivery of a (message, group) after its first, beside what the log says of the delivery before it
+    in time: the first delivery's time (``first_ts``), its time, attempt and client (``prev_ts``,
+    ``prev_attempt``, ``prev_c``), how it ended
+    (``prev_outcome``: the kind code of its CONSUME_OK or CONSUME_FAIL, null when its consumer never
+    answered), whether its ack is logged (``prev_acked``), and the wait its client asked for before this
+    attempt (``scheduled_ms``: the RETRY_SCHEDULED of this attempt after the one before). A window over the
+    cache in its own order (``CACHE_ORDER``); the retry intervals and the duplicates both read it.
+
+    In time order, not attempt order: an attempt count is the client's, and a 5.x FIFO message handed to
+    another consumer is counted again from that client's view (RETRY-5X-08)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    before = Window.partitionBy("m", "m2", "g").orderBy("ts_ms", "attempt", "k").rowsBetween(Window.unboundedPreceding, -1)
+    deliver, consumed = _is("DELIVER"), _is("CONSUME_OK", "CONSUME_FAIL")
+
+    def last(test, *columns: str):
+        return F.last(F.when(test, F.struct(*columns)), ignorenulls=True).over(before)
+
+    def build():
+        rows = (e.filter(_is("DELIVER", "CONSUME_OK", "CONSUME_FAIL", "ACK", "RETRY_SCHEDULED"))
+                .select("m", "m2", "g", "mg", "c", "k", "attempt", "ts_ms", "expected_delay_ms",
+                        F.min(F.when(deliver, F.col("ts_ms"))).over(before).alias("first_ts"),
+                        last(deliver, "ts_ms", "attempt", "c").alias("_d"),
+                        last(consumed, "ts_ms", "attempt", "k").alias("_o"),
+                        last(_is("ACK"), "ts_ms", "attempt").alias("_a"),
+                        last(_is("RETRY_SCHEDULED"), "ts_ms", "attempt", "expected_delay_ms").alias("_s"))
+                .filter(deliver & F.col("_d").isNotNull()))
+        prev_ts, prev_attempt = F.col("_d.ts_ms"), F.col("_d.attempt")
+
+        def of_previous(struct: str):  # the row answers the delivery before this one (same attempt, not before it)
+            return (F.col(f"{struct}.ts_ms") >= prev_ts) & F.col(f"{struct}.attempt").eqNullSafe(prev_attempt)
+
+        return rows.select(
+            "m", "m2", "g", "mg", "c", "attempt", "ts_ms", "expected_delay_ms", "first_ts", prev_ts.alias("prev_ts"),
+            prev_attempt.alias("prev_attempt"), F.col("_d.c").alias("prev_c"),
+            F.when(of_previous("_o"), F.col("_o.k")).alias("prev_outcome"),
+            F.coalesce(of_previous("_a"), F.lit(False)).alias("prev_acked"),
+            F.when((F.col("_s.ts_ms") >= prev_ts) & F.col("_s.attempt").eqNullSafe(F.col("attempt")),
+                   F.col("_s.expected_delay_ms")).alias("scheduled_ms"))
+
+    return _cached(ctx, "redeliveries", build)
+
+
+def _members_changed(rows, ctx, since: str, until: str):
+    """``rows`` split into (those of a group whose members did not change between ``since`` and ``until``, those
+    whose did): a consumer of the group started or stopped in between (``consumers.Stated.changes``). Logs that
+    state no consumer: nothing changed."""
+    from pyspark.sql import functions as F
+
+    changes = ctx["stated"].changes()
+    if not changes:
+        return rows, rows.limit(0)
+    table = F.broadcast(ctx["spark"].createDataFrame(changes, "cg long, changed_at long"))
+    test = (F.col("g") == F.col("cg")) & (F.col("changed_at") >= F.col(since)) & (F.col("changed_at") <= F.col(until))
+    return rows.join(table, test, "left_anti"), rows.join(table, test, "left_semi")
+
+
+def _looked_up(table: tuple[int, ...] | list[int], place):
+    """``table[place - 1]`` as a literal lookup in the plan (null for a place outside the table): a profile's
+    table needs no DataFrame of its own, nor a join."""
+    from pyspark.sql import functions as F
+
+    values = F.array(*[F.lit(v).cast("long") for v in table])
+    return F.when(place >= 1, F.try_element_at(values, place.cast("int")))  # the place of an array is an int
+
+
+def _case(column: str, values: dict[Any, Any], otherwise=None):
+    """``CASE column WHEN key THEN value ... ELSE otherwise END`` over ``values`` (keys and values given as
+    Python values or columns; an entry whose value is None is left out); ``otherwise`` when none is left."""
+    from pyspark.sql import functions as F
+
+    case = None
+    for key, value in values.items():
+        if value is None:
+            continue
+        test = F.col(column) == F.lit(key)
+        case = F.when(test, value) if case is None else case.when(test, value)
+    if case is None:
+        return otherwise
+    return case if otherwise is None else case.otherwise(otherwise)
+
+
+def _per_group(ctx, values: Callable[[dict[str, Any]], Any], otherwise):
+    """A column that is ``values(group's manifest entry)`` for the rows of each group the soak manifest
+    states (matched by the group's hash), else ``otherwise``."""
+    return _case("g", {h: values(entry) for h, entry in ctx["group_hashes"].items()}, otherwise)
+
+
+def _in_crash_window(ctx, ts):
+    """True for a row of a group inside one of the crash windows the soak manifest states."""
+    from pyspark.sql import functions as F
+
+    test = F.lit(False)
+    for window in ctx["crash_windows"]:
+        test = test | ((F.col("g") == F.lit(window["g"])) & ts.between(window["from_ms"], window["to_ms"]))
+    return test
