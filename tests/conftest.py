@@ -1,6 +1,8 @@
-"""The project's own tests run on two workers in ``make test`` (pytest-xdist, ``--dist loadfile``: a module's tests and
-its module fixtures stay on one worker). A worker takes the next module when it is free, in collection order, so the
-modules that take minutes go first: started last, one of them would keep a worker busy alone at the end."""
+"""The project's own tests run on two workers in ``make test`` (pytest-xdist, ``--dist loadfile``: a module's tests
+and its module fixtures stay on one worker). A worker takes the next module when it is free, in collection order
+(``--no-loadscope-reorder``: by default xdist puts the modules with the most tests first, which sends the single-test
+modules that take minutes last), so the modules that take minutes go first: started last, one of them would keep a
+worker busy alone at the end."""
 from __future__ import annotations
 
 import pytest
