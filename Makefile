@@ -4,9 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# the project's own tests on two workers (pytest-xdist; a module stays on one worker: tests/conftest.py orders them)
+# the project's own tests on two workers (pytest-xdist; a module stays on one worker; xdist's order: tests/conftest.py)
 TEST_WORKERS ?= 2
-PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 --rmq-hypothesis-profile ci \
+PYTEST_FLAGS ?= -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=25 --rmq-hypothesis-profile ci \
   -m "not real_release and not sdk_driver"
 
 .PHONY: install browser driver-4x driver-node driver-go driver-java sdk-drivers run test bench bench-spark bench-soak real-gate real-matrix clean
