@@ -55,6 +55,11 @@ def test_consumed_count_merge():
     assert counts3 == {100: 2, 101: 2, 102: 1} and f.min_consumed_count(counts3, [100, 101, 102]) == 1
     assert f.merge_consumed_count(second, [100], "a2") == counts
     assert f.fifo_delivery_attempt(2) == 3
+    # a local-mode proxy gives every message of the pop the queue's minimum: 100 and 101 (counted once) are
+    # handed out as attempt 1 beside 102, new; then all three as attempt 2; a stored count stays under a 0
+    assert f.local_proxy_reconsume_times(counts, [100, 101, 102], 0) == 0
+    assert f.local_proxy_reconsume_times(counts3, [100, 101, 102], 0) == 1
+    assert f.local_proxy_reconsume_times(counts, [100, 101, 102], 5) == 5
 
 
 @pytest.mark.spec("CLAIM-07", "RETRY-5X-08")

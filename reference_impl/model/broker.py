@@ -623,8 +623,8 @@ class Broker:
                                             attempt_id, offset_consumed_count=counts)
             self.order_infos[key] = new_info
             for message in batch:
-                count = counts.get(message.queue_offset, 0)
-                view = dataclasses.replace(message, reconsume_times=count if count > 0 else message.reconsume_times)
+                view = dataclasses.replace(message, reconsume_times=fifo_rules.local_proxy_reconsume_times(
+                    counts, offsets, message.reconsume_times))
                 if retry5x.pop_filter(view.reconsume_times, max_attempts) == "TO_DLQ":
                     self.forward_to_dlq(group, view, topic)
                     fifo_rules.commit_and_next(new_info, message.queue_offset, new_info.pop_time)

@@ -171,3 +171,11 @@ def min_consumed_count(counts: dict[int, int], offsets: Sequence[int]) -> int:
 def fifo_delivery_attempt(consumed_count: int) -> int:
     """A FIFO message's delivery attempt is its consumed count + 1 (FIFO-06)."""
     return consumed_count + 1
+
+
+def local_proxy_reconsume_times(counts: dict[int, int], offsets: Sequence[int], stored: int) -> int:
+    """The ``reconsumeTimes`` a proxy in local mode gives every message of an ordered pop (FIFO-06): the pop's
+    per-queue minimum count when it is above 0, else the message's stored value
+    (``LocalMessageService.popMessage@rocketmq-all-5.5.0`` reads the count by ``topic@queueId``, never by offset)."""
+    count = min_consumed_count(counts, offsets)
+    return count if count > 0 else stored
