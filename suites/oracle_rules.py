@@ -1316,6 +1316,8 @@ NOT_CHECKED: dict[str, str] = {
                                           "ConsumerOrderInfoManager",
     "fifo.order_info_per_offset": "needs a started broker: the order info lives in its ConsumerOrderInfoManager",
     "fifo.commit_and_next": "needs a started orderly consumer whose ProcessQueue holds pulled messages",
+    "fifo.local_proxy_reconsume_times": "needs a started proxy and broker: LocalMessageService.popMessage reads the "
+                                        "count in the callback of a pop its broker answers",
     "filter.client_tag_match": "needs a pull result from a running broker: PullAPIWrapper.processPullResult decodes "
                                "the pulled bytes before it filters",
     "filter.sql_filters_retry_topic": "a broker setting (filterSupportRetry) read inside a running broker's pull "
