@@ -2,9 +2,10 @@
 
 Runs both engines --runs times (the first run in a new JVM is cold: the JIT compiles Spark and the
 generated code as it goes; the later ones warm) and prints rows per second for both, the ratio
-Spark / DuckDB per run and for the cold run against the median warm one (target on this 2-core
-machine: at most 3), whether verdicts and counts are identical, and the Spark driver JVM's peak
-resident memory. Usage: ``python bench/spark_bench.py [--events N] [--driver-memory 2g] [--keep PATH]``.
+Spark / DuckDB per run and for the cold run against the median warm one (issue 36's target on this
+2-core machine: the cold run at most ``COLD_TARGET``), whether verdicts and counts are identical, and
+the Spark driver JVM's peak resident memory.
+Usage: ``python bench/spark_bench.py [--events N] [--driver-memory 2g] [--keep PATH]``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from spark_checks.checks import run_checks  # noqa: E402
 from spark_checks.session import spark_session  # noqa: E402
 from spark_checks.simulate import simulate  # noqa: E402
 
+COLD_TARGET = 2.0
+TARGET_EVENTS = 10_000_000
+"""Issue 36: at TARGET_EVENTS, the first run in a new JVM at most COLD_TARGET times DuckDB's first run."""
 FAULTS = {"lost": 7, "duplicate-delivery": 5, "duplicate-apply": 3, "reorder": 4, "late-retry": 6, "dlq-missing": 2,
           "delivered-after-dlq": 2}
 
@@ -125,12 +129,15 @@ def main() -> int:
         line = f"run {run} ({label}): rows {rows:,}: spark {seconds:.1f} s = {rows / seconds:,.0f} rows/s"
         if duck_s:
             line += (f"; duckdb {duck_s[run]:.1f} s = {rows / duck_s[run]:,.0f} rows/s; "
-                     f"ratio spark/duckdb {seconds / duck_s[run]:.2f} (target <= 3)")
+                     f"ratio spark/duckdb {seconds / duck_s[run]:.2f}")
         print(line)
     if duck_s and len(spark_s) > 1:
         warm = statistics.median(s / d for s, d in zip(spark_s[1:], duck_s[1:]))
-        print(f"ratio spark/duckdb: cold {spark_s[0] / duck_s[0]:.2f}, warm (median of {len(spark_s) - 1}) {warm:.2f}"
-              f" (target <= 3)")
+        cold = spark_s[0] / duck_s[0]
+        judged = (f": {'met' if cold <= COLD_TARGET else 'NOT met'}" if rows >= TARGET_EVENTS else
+                  f", judged at {TARGET_EVENTS:,} events")
+        print(f"ratio spark/duckdb: cold {cold:.2f} (target <= {COLD_TARGET:g}{judged}), "
+              f"warm (median of {len(spark_s) - 1}) {warm:.2f}")
     same = True
     for c in spark_result["checks"]:
         mine = {k: v for k, v in c["counts"].items() if k != "allowed"}
