@@ -65,7 +65,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
          .filter(F.col("nominal").isNotNull())
          .withColumn("low", F.col("nominal") + F.when(is_fifo, F.lit(fifo.late_ms)).otherwise(F.lit(standard.late_ms)))
          .withColumn("high", F.col("low") + F.when(is_fifo, F.lit(fifo.slack_ms)).otherwise(F.lit(standard.slack_ms)))
-         .withColumn("band", F.col("nominal") * tol.relative + tol.absolute_ms)
+         .withColumn("band", tol.band(F.col("nominal")))
          .withColumn("interval", F.col("ts_ms") - F.col("prev_ts"))
          .withColumn("crash", _in_crash_window(ctx, F.col("ts_ms"))))
     d, twice = _apart(d, stored_twice(e, ctx))
@@ -170,7 +170,7 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     tol = ctx["tolerance"]
     d = (delayed.join(first, ["m", "m2"])
          .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
-    band = F.col("delay_ms") * tol.relative + tol.absolute_ms
+    band = tol.band(F.col("delay_ms"))
     total, delayed_deliveries = Observation(), F.count(F.lit(1)).alias("n")
     later, late = Observation(), F.count(F.when(F.col("late_by") > band, 1)).alias("n")
     early = d.observe(total, delayed_deliveries).observe(later, late).filter(F.col("late_by") < -band)

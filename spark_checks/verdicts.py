@@ -23,6 +23,7 @@ class Tolerance:
     relative: float = field(default_factory=lambda: noise_band()[0])
 
     def band(self, expected: Any):
+        """The band around ``expected`` (a number or a Spark column): its relative part plus the absolute one."""
         return expected * self.relative + self.absolute_ms
 
 
