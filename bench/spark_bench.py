@@ -5,11 +5,14 @@ generated code as it goes; the later ones warm) and prints rows per second for b
 Spark / DuckDB per run and for the cold run against the median warm one (issue 36's target on this
 2-core machine: the cold run at most ``COLD_TARGET``), whether verdicts and counts are identical, and
 the Spark driver JVM's peak resident memory.
-Usage: ``python bench/spark_bench.py [--events N] [--driver-memory 2g] [--keep PATH]``.
+DuckDB takes what memory it likes unless ``--duckdb-memory`` caps it (``memory_limit``; it then spills to a
+temporary folder), for a comparison at the same memory as the Spark driver.
+Usage: ``python bench/spark_bench.py [--events N] [--driver-memory 2g] [--duckdb-memory 2GB] [--keep PATH]``.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -85,7 +88,9 @@ def main() -> int:
     parser.add_argument("--keep", default=None, help="use (or create) the log here instead of a temporary folder")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--runs", type=int, default=3, help="runs of both engines; the first is cold, the rest warm")
-    parser.add_argument("--skip-duckdb", action="store_true", help="only time Spark (for logs DuckDB would need too much memory for)")
+    parser.add_argument("--skip-duckdb", action="store_true", help="only time Spark")
+    parser.add_argument("--duckdb-memory", default=None,
+                        help="DuckDB's memory_limit (for example 2GB; default: DuckDB's own, 80%% of the machine's memory)")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write the figures here (with shuffle and spill bytes from Spark's event log)")
     args = parser.parse_args()
@@ -108,12 +113,16 @@ def main() -> int:
     print(f"Spark session started in {time.perf_counter() - started:.1f} s, with its first query "
           f"(not counted below, nor DuckDB's connect)")
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    con = None
+    con, spill = None, None
     if not args.skip_duckdb:
         import duckdb
 
         con = duckdb.connect()
         con.execute("SET threads = 2")
+        if args.duckdb_memory:
+            spill = Path(tempfile.mkdtemp(prefix="rmqc-duckdb-spill-"))
+            con.execute(f"SET memory_limit = '{args.duckdb_memory}'")
+            con.execute(f"SET temp_directory = '{spill}'")
     spark_s, duck_s = [], []
     for run in range(args.runs):  # run 0 is cold (a new JVM compiles as it goes); later runs are warm
         started = time.perf_counter()
@@ -153,15 +162,23 @@ def main() -> int:
         print(f"verdicts, counts, counterexamples and per-attempt count / p50 / p99 identical: {same}")
     peak = peak_rss_mb(jvm_pid)
     print(f"Spark driver peak RSS {peak:,.0f} MB (spark.driver.memory {args.driver_memory})")
+    duck_peak = peak_rss_mb(os.getpid()) if con is not None else None  # this process: Python and DuckDB
+    if duck_peak is not None:
+        print(f"DuckDB's process peak RSS {duck_peak:,.0f} MB (memory_limit {args.duckdb_memory or 'DuckDB default'})")
     if args.json:
         import json
 
         spark.stop()  # the event log is complete once the application ends
         figures = {"rows": rows, "spark_s": spark_s, "duckdb_s": duck_s, "peak_rss_mb": round(peak),
-                   "driver_memory": args.driver_memory, **shuffle_and_spill(event_log)}
+                   "driver_memory": args.driver_memory, "duckdb_memory": args.duckdb_memory,
+                   "duckdb_peak_rss_mb": None if duck_peak is None else round(duck_peak),
+                   **shuffle_and_spill(event_log)}
         args.json.write_text(json.dumps(figures, indent=2))
         print(f"shuffle written {figures['shuffle_write_bytes']:,} B, spilled {figures['disk_spilled_bytes']:,} B to disk")
         shutil.rmtree(event_log, ignore_errors=True)
+    if spill is not None:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0 if same else 1
