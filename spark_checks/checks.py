@@ -105,7 +105,8 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     started = perf_counter()
     with _tuned(spark):
         loaded = load(spark, path, (out / "quarantine") if out else None)
-        say(f"loaded {loaded.stats.get('rows', '?')} rows in {perf_counter() - started:.1f} s")
+        say(f"loaded {loaded.stats.get('rows', '?')} rows in {perf_counter() - started:.1f} s"
+            + (" (cached on disk: larger than the memory for storage)" if loaded.cached_on_disk else ""))
         profile = profile or loaded.profile or GRPC_5X
         stated = manifest if manifest is not None else read_manifest(path)
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),

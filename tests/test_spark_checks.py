@@ -167,6 +167,28 @@ def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
     assert sum(len(c["counterexamples"]) for c in one_by_one["checks"]) >= sum(faults.values())
 
 
+def test_a_cache_larger_than_the_memory_goes_to_disk_and_gives_the_same_results(spark, tmp_path, monkeypatch):
+    """The events are cached on disk only when their estimated size passes the storage memory, and the
+    verdicts, counts and named counterexamples are those of the cache in memory."""
+    from spark_checks import loading
+
+    assert not loading.cache_on_disk(100 * 2**20, 2**30)  # 100 MiB of Parquet: about 550 MiB cached
+    assert loading.cache_on_disk(200 * 2**20, 2**30)      # 200 MiB: about 1.1 GiB
+    faults = {"lost": 2, "duplicate-delivery": 2, "reorder": 2, "late-retry": 2, "dlq-missing": 1}
+    simulate(EVENTS, tmp_path, seed=9, profile="grpc-5.x", faults=faults, progress=False)
+    said: list[str] = []
+    in_memory = run_checks(spark, str(tmp_path), progress=said.append)
+    assert "cached on disk" not in said[0]
+    monkeypatch.setattr(loading, "cache_on_disk", lambda input_bytes, storage_bytes: True)
+    said.clear()
+    on_disk = run_checks(spark, str(tmp_path), progress=said.append)
+    assert "cached on disk" in said[0]
+    assert on_disk == in_memory
+    found = {c["name"]: c["counts"][FAULT_COUNT[c["name"]]] for c in on_disk["checks"] if c["name"] in FAULT_COUNT}
+    assert {FAULT_CHECK[fault]: found[FAULT_CHECK[fault]] for fault in faults} == {
+        FAULT_CHECK[fault]: count for fault, count in faults.items()}
+
+
 def _write(path: Path, table: pa.Table) -> None:
     path.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path / "part-0.parquet")
