@@ -14,11 +14,11 @@ How the log is read, once for every check:
 - The checkable rows are hash-partitioned by message, sorted by (message, group, attempt, time) and
   cached. Every later aggregate, window and join keyed by message reads them in that order: no other
   shuffle of the events and no other sort of them (the plan streams them, ``replaceHashWithSortAgg``).
-- The cache stays in memory (spilling to disk what does not fit) unless its estimated size passes the
-  memory Spark keeps for storage (``cache_on_disk``): then it is written to disk only. A cache many times the
-  memory, kept in memory and on disk, churns: each read of a block from disk tries to bring it back into
-  memory and pushes another out (10⁸ events at a 2 GB driver: 245–258 s in memory and on disk, 212 s on disk
-  only; 10⁷, which fits: 34.5 s against 36.3 s on disk).
+- The cache stays in memory (spilling to disk what does not fit) unless its estimated size passes the memory
+  Spark keeps for storage (``cache_on_disk``): then it is written to disk only. A cache many times the memory,
+  kept in memory and on disk, churns: Spark's block manager tries to bring each block it reads from disk back
+  into memory (``BlockManager.getLocalValues``), pushing another out (10⁸ events at a 2 GB driver: 245–258 s
+  in memory and on disk, 208–212 s on disk only; 10⁷, which fits: 34.5 s against 36.3 s on disk).
 - Only numbers are cached, every one a long. Spark generates a reader class for each set of column types
   a query reads back from the cache; with longs only, that is one class per number of columns (a check
   run compiles 7 readers instead of 15; at 10M events a first run in a new JVM takes about 2 s less).
