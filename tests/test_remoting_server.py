@@ -262,6 +262,32 @@ def test_pull_returns_commit_log_units_and_offsets_move(server) -> None:
         assert client.call(h.QUERY_CONSUMER_OFFSET, group).ext["offset"] == "2"
 
 
+@pytest.mark.spec("OFFSET-02")
+@pytest.mark.parametrize("release,empty_answer", [("5.0.0", "0"), ("5.1.4", None), ("5.5.0", None)])
+def test_a_new_groups_offset_on_an_empty_queue_follows_the_release(release: str, empty_answer: str | None) -> None:
+    """OFFSET-02's variants over the wire: a new group's QUERY_CONSUMER_OFFSET on a queue with no message yet is
+    SUCCESS 0 until 5.0.0 (``!checkInDiskByConsumeOffset``) and QUERY_NOT_FOUND from 5.1.0
+    (``checkInMemByConsumeOffset``); once the queue has a message in memory, 0 at every release."""
+    model = RealTimeModel(Simulation(GRPC_5X, run_id="offsets", release=release), 0.01)
+    model.start()
+    srv = RemotingServer(model).start()
+    try:
+        with RemotingClient(f"127.0.0.1:{srv.broker_port}") as client:
+            client.create_topic("Young", 1, 1)
+            group = {"consumerGroup": "New", "topic": "Young", "queueId": 0}
+            empty = client.call(h.QUERY_CONSUMER_OFFSET, group)
+            if empty_answer is None:
+                assert empty.code == h.QUERY_NOT_FOUND and empty.remark.startswith("Not found"), empty
+            else:
+                assert empty.code == h.SUCCESS and empty.ext["offset"] == empty_answer, empty
+            _send(client, "Young", "first", b"x")
+            young = client.call(h.QUERY_CONSUMER_OFFSET, group)
+            assert young.code == h.SUCCESS and young.ext["offset"] == "0", young
+    finally:
+        srv.stop()
+        model.stop()
+
+
 def test_a_suspended_pull_waits_for_the_next_message(server) -> None:
     """Long polling: a pull at the end of the queue with FLAG_SUSPEND is answered when a message arrives."""
     import threading

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from reference_impl.model.simulation import Simulation
 from reference_impl.rules import filter as filter_rules
+from reference_impl.rules import offsets as offset_rules
 from reference_impl.rules import sql92
 
 from .codec import Command
@@ -112,12 +113,18 @@ def pull_message(b: RemotingBroker, request: Command, held_until_ms: int | None 
 
 
 def query_consumer_offset(b: RemotingBroker, request: Command) -> Command:
-    """``ConsumerManageProcessor.queryConsumerOffset``: the committed offset; none committed and the queue's
-    start still in memory (this broker's queues never leave it) gives 0."""
+    """``ConsumerManageProcessor.queryConsumerOffset`` (OFFSET-02): the committed offset; none committed and the
+    queue's start still in memory gives 0; an empty queue gives 0 until 5.0.0 and QUERY_NOT_FOUND from 5.1.0 (the
+    client then asks for the max offset, OFFSET-01)."""
     ext = request.ext
     with b.model.locked() as sim:
-        queue_id = b.model_queue(sim, ext["topic"], int(ext["queueId"]))
-        offset = sim.broker.offsets.get((ext["consumerGroup"], ext["topic"], queue_id), 0)
+        topic = ext["topic"]
+        queue_id = b.model_queue(sim, topic, int(ext["queueId"]))
+        code, offset = offset_rules.broker_query_offset(
+            sim.broker.offsets.get((ext["consumerGroup"], topic, queue_id)), 0, sim.broker.messages_in_memory,
+            queue_empty=not _queue(sim, topic, queue_id), release=sim.release)
+    if code != SUCCESS:
+        return request.response(code, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
     return request.response(SUCCESS, ext={"offset": str(offset)})
 
 

@@ -173,7 +173,8 @@ class PushConsumer4x:
         if self.broadcasting:
             code, value = (codes.R_SUCCESS, stored) if stored is not None else (codes.R_QUERY_NOT_FOUND, -1)
         else:
-            code, value = offset_rules.broker_query_offset(stored, 0, self.sim.broker.messages_in_memory)
+            code, value = offset_rules.broker_query_offset(stored, 0, self.sim.broker.messages_in_memory,
+                                                           queue_empty=not queue, release=self.sim.release)
         retry = key[0].startswith(retry4x.RETRY_TOPIC_PREFIX)
         ts = self.consume_timestamp_ms if self.consume_timestamp_ms is not None else \
             self.sim.clock.now_ms - offset_rules.DEFAULT_CONSUME_TIMESTAMP_AGO_MS

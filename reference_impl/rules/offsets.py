@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from spec import versions
+
 from . import codes
 
 CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
@@ -54,10 +56,21 @@ def compute_pull_from_where(stored: int, consume_from_where: str, retry_topic: b
     raise ValueError(f"unknown ConsumeFromWhere {consume_from_where}")
 
 
-def broker_query_offset(stored: int | None, min_offset: int, offset_zero_in_memory: bool) -> tuple[int, int]:
-    """``queryConsumerOffset``: (response code, offset); a young queue starts a new group at 0 (OFFSET-02)."""
+EMPTY_QUEUE_NOT_FOUND_SINCE = "5.1.0"
+
+
+def broker_query_offset(stored: int | None, min_offset: int, offset_zero_in_memory: bool,
+                        queue_empty: bool = False, release: str = versions.LATEST) -> tuple[int, int]:
+    """``queryConsumerOffset``: (response code, offset); a young queue starts a new group at 0 (OFFSET-02).
+
+    ``queue_empty``: the queue has no message at offset 0 yet. Until 5.0.0 the broker asks whether that message
+    is on disk (``checkInDiskByConsumeOffset``: no message is not on disk), so an empty queue answers 0; from
+    5.1.0 whether it is in memory (``checkInMemByConsumeOffset``: no message is not in memory), so an empty queue
+    answers QUERY_NOT_FOUND and a CONSUME_FROM_LAST_OFFSET client asks for the max offset next (OFFSET-01)."""
     if stored is not None and stored >= 0:
         return codes.R_SUCCESS, stored
+    if queue_empty:
+        offset_zero_in_memory = not versions.holds(release, since=EMPTY_QUEUE_NOT_FOUND_SINCE)
     if min_offset <= 0 and offset_zero_in_memory:
         return codes.R_SUCCESS, 0
     return codes.R_QUERY_NOT_FOUND, -1

@@ -31,17 +31,24 @@ import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.RequestCode;
+import org.apache.rocketmq.common.protocol.header.PullMessageRequestHeader;
 import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.remoting.CommandCustomHeader;
+import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.remoting.exception.RemotingException;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 
@@ -63,6 +70,9 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
     /** topic -> (the client ids, the queues) of this client's last allocation (clustering). */
     private final Map<String, List<String>> lastCids = new ConcurrentHashMap<>();
     private final Map<String, Set<MessageQueue>> lastAllocation = new ConcurrentHashMap<>();
+    /** The process queues whose first PULL_MESSAGE the client has sent (by identity: a queue taken again gets a new
+     * one). The offset a queue starts from is computed just before it ({@link FirstPulls}). */
+    private final Set<ProcessQueue> pulled = Collections.newSetFromMap(Collections.synchronizedMap(new WeakHashMap<>()));
     volatile boolean stopped;
     /** Marks the room in a client id (the instance name's end) for the MACHINE_ROOM_NEARBY resolver. */
     static final char ROOM_MARK = '~';
@@ -79,7 +89,8 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
         if (!sdk.equals("java")) {
             throw new NotApplicable("rocketmq-client is the Java 4.x client, not the " + sdk + " one");
         }
-        consumer = new DefaultMQPushConsumer(group);
+        // the hook is the client's from its start: its first pulls come during consumer.start()
+        consumer = new DefaultMQPushConsumer(group, new FirstPulls(), new AllocateMessageQueueAveragely());
         mode.configure(consumer);
         if (str(o, "consumer_room") != null) {
             consumer.setInstanceName(consumer.getInstanceName() + ROOM_MARK + str(o, "consumer_room"));
@@ -403,6 +414,19 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
                         + queueIds(want) + (orderly && !broadcasting ? " (an orderly queue is held once the broker "
                         + "locked it for this client: RebalanceImpl.updateProcessQueueTableInRebalance)" : "");
             }
+            Map<MessageQueue, ProcessQueue> table = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl()
+                    .getProcessQueueTable();
+            Set<MessageQueue> waiting = new HashSet<>();
+            for (MessageQueue mq : mine) {
+                ProcessQueue pq = table.get(mq);
+                if (pq != null && !pulled.contains(pq)) {
+                    waiting.add(mq);
+                }
+            }
+            if (!waiting.isEmpty()) {
+                return clientId() + " on " + t + ": queues " + queueIds(waiting) + " have not sent their first pull, "
+                        + "so where they start is not known yet (FirstPulls)";
+            }
         }
         return null;
     }
@@ -489,6 +513,51 @@ final class Remoting4xPushConsumer extends Remoting4xClient {
         @Override
         public String getName() {
             return "CONFIG";
+        }
+    }
+
+    /**
+     * Watches the client's requests for each held queue's first PULL_MESSAGE. Where a queue starts is computed just
+     * before it: at the rebalance (RebalancePushImpl.computePullFromWhereWithException), and for an orderly queue
+     * again at its first pull once the broker locked it (DefaultMQPushConsumerImpl.pullMessage, previouslyLocked).
+     * With no stored offset that is two requests, QUERY_CONSUMER_OFFSET then, on QUERY_NOT_FOUND, GET_MAX_OFFSET
+     * (CONSUME_FROM_LAST_OFFSET, OFFSET-01); from 5.1.0 a broker answers QUERY_NOT_FOUND for a queue with no
+     * message yet (OFFSET-02), so a message sent between the two is skipped. A consumer is settled, and the harness
+     * sends, only once every queue it holds has pulled.
+     */
+    private final class FirstPulls implements RPCHook {
+        @Override
+        public void doBeforeRequest(String remoteAddr, RemotingCommand request) {
+            if (request.getCode() != RequestCode.PULL_MESSAGE) {
+                return;
+            }
+            CommandCustomHeader header = request.readCustomHeader();
+            if (!(header instanceof PullMessageRequestHeader)) {
+                return;
+            }
+            PullMessageRequestHeader pull = (PullMessageRequestHeader) header;
+            List<Map.Entry<MessageQueue, ProcessQueue>> same = new ArrayList<>();
+            for (Map.Entry<MessageQueue, ProcessQueue> e
+                    : consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().entrySet()) {
+                MessageQueue mq = e.getKey();
+                if (mq.getTopic().equals(pull.getTopic()) && pull.getQueueId() != null
+                        && mq.getQueueId() == pull.getQueueId()) {
+                    same.add(e);
+                }
+            }
+            // one queue of that topic and id on each of several brokers: the one whose master was asked (a pull that
+            // went to a slave marks none, and the harness waits its bound)
+            MQClientInstance factory = consumer.getDefaultMQPushConsumerImpl().getmQClientFactory();
+            for (Map.Entry<MessageQueue, ProcessQueue> e : same) {
+                if (same.size() == 1 || (factory != null && remoteAddr != null
+                        && remoteAddr.equals(factory.findBrokerAddressInPublish(e.getKey().getBrokerName())))) {
+                    pulled.add(e.getValue());
+                }
+            }
+        }
+
+        @Override
+        public void doAfterResponse(String remoteAddr, RemotingCommand request, RemotingCommand response) {
         }
     }
 
