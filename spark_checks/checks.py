@@ -111,7 +111,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         stated = manifest if manifest is not None else read_manifest(path)
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock(),
-               "stated": loaded.stated, "acks": loaded.acks,
+               "stated": loaded.stated, "acks": loaded.acks, "on_disk": loaded.cached_on_disk,
                **_manifest_context(spark, stated)}
         try:
             if profile not in BROKER_PROFILES:

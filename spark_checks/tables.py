@@ -14,10 +14,15 @@ from .loading import _is
 # ---- tables shared by the checks, built from the cache once per run ------------------------------
 
 def _cached(ctx, name: str, build: Callable[[], Any]):
-    """The table ``name`` of this run, cached; built by the first check that asks (checks run concurrently)."""
+    """The table ``name`` of this run, cached; built by the first check that asks (checks run concurrently).
+    Where the events are cached on disk only (``loading.cache_on_disk``), so are these: ``lives`` has a row for
+    each (message, group), about half the events, and would churn in memory as the events would."""
+    from pyspark import StorageLevel
+
     with ctx["lock"]:
         if name not in ctx["tables"]:
-            ctx["tables"][name] = build().cache()
+            table = build()
+            ctx["tables"][name] = table.persist(StorageLevel.DISK_ONLY) if ctx.get("on_disk") else table.cache()
         return ctx["tables"][name]
 
 

@@ -168,12 +168,20 @@ def test_checks_run_at_once_give_what_they_give_one_by_one(spark, tmp_path):
 
 
 def test_a_cache_larger_than_the_memory_goes_to_disk_and_gives_the_same_results(spark, tmp_path, monkeypatch):
-    """The events are cached on disk only when their estimated size passes the storage memory, and the
-    verdicts, counts and named counterexamples are those of the cache in memory."""
-    from spark_checks import loading
+    """The events are cached on disk only when their estimated size passes the storage memory, and so are the
+    tables the checks share; the verdicts, counts and named counterexamples are those of the caches in memory."""
+    import threading
+
+    from pyspark import StorageLevel
+
+    from spark_checks import loading, tables
 
     assert not loading.cache_on_disk(100 * 2**20, 2**30)  # 100 MiB of Parquet: about 550 MiB cached
     assert loading.cache_on_disk(200 * 2**20, 2**30)      # 200 MiB: about 1.1 GiB
+    for on_disk, level in ((True, StorageLevel.DISK_ONLY), (False, StorageLevel.MEMORY_AND_DISK)):
+        shared = tables._cached({"lock": threading.Lock(), "tables": {}, "on_disk": on_disk}, "t", lambda: spark.range(3))
+        assert (shared.storageLevel.useDisk, shared.storageLevel.useMemory) == (level.useDisk, level.useMemory)
+        shared.unpersist()
     faults = {"lost": 2, "duplicate-delivery": 2, "reorder": 2, "late-retry": 2, "dlq-missing": 1}
     simulate(EVENTS, tmp_path, seed=9, profile="grpc-5.x", faults=faults, progress=False)
     said: list[str] = []
