@@ -1,16 +1,19 @@
 """Expectation files: the known failures of one target, with the reason beside each, and the gate.
 
 ``expectations/<name>.yaml`` lists behaviours expected to fail (``status: fail``) or to flip
-(``status: intermittent``) on a target, optionally only for some profiles or versions. The gate
-passes a run when only expected failures fail; an unexpected failure fails it, and so does an
-unexpected pass (the expectation is stale and must go). ``rmqc expectations update`` writes the file
-from a run.
+(``status: intermittent``) on a target, optionally only for some profiles or versions, and optionally
+only in one way (``matches``: a regular expression every excused failure's ``test: reason`` must match, so that
+a known flake does not hide another bug of the same behaviour). The gate passes a run when only expected
+failures fail; an unexpected failure fails it, and so does an unexpected pass (the expectation is stale and must
+go). ``rmqc expectations update`` writes the file from a run.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+import re
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,6 +38,8 @@ class Expectation:
     version: str | None = None
     file: str = ""
     line: int = 0
+    matches: str | None = None
+    """A regular expression (``re.search``) each failing test's ``test: reason`` must match to be excused."""
 
     def applies(self, profiles: Sequence[str], version: str | None) -> bool:
         """Whether this entry holds for a run of these profiles and this target version."""
@@ -49,10 +54,18 @@ class Expectation:
                 return False
         return True
 
+    def unexcused(self, tests: Iterable[Any]) -> list[Any]:
+        """The failing tests this entry does not excuse: none without ``matches``."""
+        if self.matches is None:
+            return []
+        return [t for t in tests if t.verdict == "fail" and not re.search(self.matches, f"{t.test}: {t.reason}")]
+
     def as_yaml(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "status": self.status, "reason": self.reason}
         if self.link:
             out["link"] = self.link
+        if self.matches is not None:
+            out["matches"] = self.matches
         when: dict[str, Any] = {}
         if self.profiles is not None:
             when["profile"] = self.profiles[0] if len(self.profiles) == 1 else list(self.profiles)
@@ -101,12 +114,18 @@ def load_expectations(path: Path, spec: Spec) -> ExpectationFile:
             except InvalidSpecifier:
                 raise SpecError(f"{shown}:{line}: {bid}: when.version {version!r} is not a version "
                                 f"specifier (write e.g. \">=5.2,<5.4\")") from None
+        matches = raw.get("matches")
+        if matches is not None:
+            try:
+                re.compile(matches)
+            except re.error as exc:
+                raise SpecError(f"{shown}:{line}: {bid}: matches {matches!r} is not a regular expression: {exc}") from None
         key = (bid, repr(sorted(when.items())))
         if key in seen:
             raise SpecError(f"{shown}:{line}: {bid}: listed twice with the same condition (first at line {seen[key]})")
         seen[key] = line
         entries.append(Expectation(bid, raw["status"], raw["reason"].strip(), raw.get("link"), profiles, version,
-                                   shown, line))
+                                   shown, line, matches))
     return ExpectationFile(data["target"], tuple(entries), shown)
 
 
@@ -166,7 +185,14 @@ def gate(summary: RunSummary, expectations: ExpectationFile) -> GateResult:
             if verdict == "fail":
                 result.unexpected_failures.append({"id": bid, "reason": _first_failure(b)})
             continue
-        entry = {"id": bid, "reason": expected.reason, "verdict": verdict, "where": f"{expected.file}:{expected.line}"}
+        where = f"{expected.file}:{expected.line}"
+        other = expected.unexcused(b.tests) if verdict == "fail" else []
+        if other:  # failed, but not in the way the entry knows
+            result.unexpected_failures.append({"id": bid, "reason": f"{other[0].test}: {other[0].reason} (the "
+                                               f"expectation at {where} excuses only failures matching "
+                                               f"{expected.matches!r})"})
+            continue
+        entry = {"id": bid, "reason": expected.reason, "verdict": verdict, "where": where}
         if expected.status == "intermittent":
             result.intermittent.append(entry)
         elif verdict == "fail":
@@ -200,6 +226,10 @@ def updated_entries(summary: RunSummary, existing: ExpectationFile | None) -> tu
         kept.append(e)  # still failing, intermittent, not run this time, or for other profiles / versions
         if holds:
             covered.add(e.id)
+            other = e.unexcused(behaviours[e.id].tests) if verdict == "fail" else []
+            if other:
+                changes.append(f"kept {e.id}, but it failed in a way its entry does not excuse (matches "
+                               f"{e.matches!r}): {other[0].test}: {other[0].reason}; edit the entry by hand")
     for bid, b in sorted(behaviours.items()):
         if b.verdict == "fail" and bid not in covered:
             reason = _first_failure(b) or "fails"
@@ -210,6 +240,7 @@ def updated_entries(summary: RunSummary, existing: ExpectationFile | None) -> tu
 
 def render(target: str, entries: Iterable[Expectation]) -> str:
     header = ("# Known failures of this target, with the reason beside each. Checked by `rmqc run --expectations`;\n"
-              "# written by `rmqc expectations update RUN_DIR`. status: fail | intermittent; when: profile, version.\n")
+              "# written by `rmqc expectations update RUN_DIR`. status: fail | intermittent; when: profile, version;\n"
+              "# matches: a regular expression each excused failure's 'test: reason' must match.\n")
     body = {"target": target, "expectations": [e.as_yaml() for e in entries]}
     return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)

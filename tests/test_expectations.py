@@ -91,6 +91,8 @@ def test_expected_failures_of_a_broken_reference_pass_the_gate_and_go_stale_when
     ("  - {id: RETRY-CONC-07, status: fail, reason: r, when: {profile: grpc-5.x}}\n",
      "RETRY-CONC-07: when.profile grpc-5.x: the behaviour is specified for"),
     ("  - {id: RETRY-CONC-07, status: fail, reason: r, when: {os: linux}}\n", "RETRY-CONC-07: at expectations/1/when"),
+    ("  - {id: RETRY-CONC-07, status: intermittent, reason: r, matches: 'late ('}\n",
+     "RETRY-CONC-07: matches 'late (' is not a regular expression"),
 ])
 def test_bad_entries_name_file_line_and_id(tmp_path, entry, message):
     path = write(tmp_path / "x.yaml", "target: t\nexpectations:\n  - {id: TX-02, status: intermittent, reason: ok}\n" + entry)
@@ -127,6 +129,35 @@ def test_not_applicable_expected_failure_is_reported_not_failed():
     file = ExpectationFile("t", (Expectation("TX-01", "fail", "no half topic"),), "t.yaml")
     result = gate(_summary({"TX-01": "not applicable"}), file)
     assert result.passed and result.not_observed[0]["id"] == "TX-01"
+
+
+def test_an_entry_with_matches_excuses_only_the_failure_it_names():
+    """A known flake of a behaviour does not hide another bug of it: with ``matches``, a failure whose
+    ``test: reason`` does not match is unexpected and names the entry; one that matches is excused."""
+    flaky = Expectation("TX-03", "intermittent", "a scan slowed by the machine", file="v.yaml", line=7,
+                        matches=r"checked \d+ ms after its half")
+    known = Expectation("TX-02", "fail", "old proxies", file="v.yaml", line=3, matches="commit .* not delivered")
+    file = ExpectationFile("vendor", (flaky, known), "v.yaml")
+
+    def run(tx03: str, tx02: str) -> RunSummary:
+        results = {"TX-03": [TestResult("t::check_timing", "fail", tx03)],
+                   "TX-02": [TestResult("t::commit", "fail", tx02)]}
+        return RunSummary.build(results, default_spec(), run_id="r", target="v", version="5.3.1",
+                                profiles=("grpc-5.x",), elapsed_s=0.0, timing={})
+
+    excused = gate(run("checked 1743 ms after its half", "commit m1 not delivered"), file)
+    assert excused.passed and [e["id"] for e in excused.intermittent] == ["TX-03"]
+    assert [e["id"] for e in excused.expected_failures] == ["TX-02"]
+    other = gate(run("the half was never checked", "commit m1 delivered twice"), file)
+    assert not other.passed and [u["id"] for u in other.unexpected_failures] == ["TX-02", "TX-03"]
+    assert "t::check_timing: the half was never checked (the expectation at v.yaml:7 excuses only failures " \
+           "matching" in other.unexpected_failures[1]["reason"]
+    assert not other.intermittent and not other.expected_failures
+    entries, changes = updated_entries(run("the half was never checked", "commit m1 not delivered"), file)
+    assert entries == [flaky, known] and flaky.as_yaml()["matches"] == flaky.matches
+    assert changes == ["kept TX-03, but it failed in a way its entry does not excuse (matches "
+                       "'checked \\\\d+ ms after its half'): t::check_timing: the half was never checked; edit the "
+                       "entry by hand"]
 
 
 def test_update_keeps_other_conditions_and_drops_only_stale_entries():
