@@ -9,11 +9,10 @@ go). ``rmqc expectations update`` writes the file from a run.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
-
-import re
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
