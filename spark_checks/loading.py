@@ -161,6 +161,14 @@ def cache_on_disk(input_bytes: int, storage_bytes: int) -> bool:
     return input_bytes * CACHE_BYTES_PER_INPUT_BYTE > storage_bytes
 
 
+def persisted(frame, on_disk: bool):
+    """``frame`` cached on disk only when ``on_disk`` (``cache_on_disk`` said so of the events), else in memory,
+    spilling to disk what does not fit: the events and the tables the checks share (``tables._cached``)."""
+    from pyspark import StorageLevel
+
+    return frame.persist(StorageLevel.DISK_ONLY) if on_disk else frame.cache()
+
+
 def _input_bytes(raw) -> int:
     """The input's size on disk, from the plan's statistics of the files read (no file is opened)."""
     leaves = raw._jdf.queryExecution().optimizedPlan().collectLeaves()
@@ -187,7 +195,6 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     """Read once: count every row and the invariants it breaks (``observe``), keep the checkable rows as
     numbers, partitioned by message and sorted, in the cache. Rows that break an invariant are written
     with all their columns to the quarantine folder when there are any (read again for that only)."""
-    from pyspark import StorageLevel
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -223,7 +230,7 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
               .observe(observed, *metrics).filter(keep).drop("_problem", "_profile")
               .repartition(partitions, "m").sortWithinPartitions(*CACHE_ORDER))
     on_disk = cache_on_disk(_input_bytes(raw), _storage_bytes(spark))
-    events = events.persist(StorageLevel.DISK_ONLY) if on_disk else events.cache()
+    events = persisted(events, on_disk)
     try:
         events.count()  # the one scan of the input: builds the cache and the observed counts
         seen = observed.get

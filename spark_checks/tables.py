@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .loading import _is
+from .loading import _is, persisted
 
 
 # ---- tables shared by the checks, built from the cache once per run ------------------------------
@@ -17,12 +17,9 @@ def _cached(ctx, name: str, build: Callable[[], Any]):
     """The table ``name`` of this run, cached; built by the first check that asks (checks run concurrently).
     Where the events are cached on disk only (``loading.cache_on_disk``), so are these: ``lives`` has a row for
     each (message, group), about half the events, and would churn in memory as the events would."""
-    from pyspark import StorageLevel
-
     with ctx["lock"]:
         if name not in ctx["tables"]:
-            table = build()
-            ctx["tables"][name] = table.persist(StorageLevel.DISK_ONLY) if ctx.get("on_disk") else table.cache()
+            ctx["tables"][name] = persisted(build(), ctx.get("on_disk", False))
         return ctx["tables"][name]
 
 
