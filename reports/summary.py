@@ -8,6 +8,7 @@ sees the same fields.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -18,6 +19,7 @@ from history.outcomes import FAIL, VERDICTS
 from spec.loader import Spec, schema
 
 NOT_TESTED = "not tested"
+SPEC_ID = re.compile(r"[A-Z][A-Z0-9-]*-[0-9]{2}")
 SCHEMA = "run-summary.schema.json"
 
 
@@ -72,18 +74,31 @@ class RunSummary:
     """The RocketMQ release the target was held to."""
     sdk: dict[str, Any] | None = None
     """The client library the run's targets drive: ``{"name", "version"}``."""
+    harness: list[dict[str, str]] | None = None
+    """Harness errors (issue 55): a verdict on an ID the spec does not have, a step of the run's end that raised;
+    each names the test, the ID and what happened. A run with any exits 2."""
 
     @classmethod
     def build(cls, results: Mapping[str, Iterable[TestResult]], spec: Spec, *, run_id: str, target: str,
               version: str | None, profiles: Iterable[str], elapsed_s: float,
               timing: Mapping[str, Any]) -> "RunSummary":
-        """A behaviour's verdict is the first of ``VERDICTS`` any of its tests has."""
+        """A behaviour's verdict is the first of ``VERDICTS`` any of its tests has. Total (issue 55): a test's
+        verdict on an ID the spec does not have (malformed, or a behaviour that was never written) is not a
+        behaviour's; it is kept under ``harness``, naming the ID and the test, and the rest is summarised."""
         behaviours: dict[str, BehaviourResult] = {}
-        for sid, tests in sorted(results.items()):
+        harness: list[dict[str, str]] = []
+        for sid, tests in sorted(results.items(), key=lambda item: str(item[0])):
             tests = list(tests)
+            if not isinstance(sid, str) or sid not in spec.behaviours:
+                harness += [unknown_id(sid, t) for t in tests] or [unknown_id(sid, None)]
+                continue
             verdicts = {t.verdict for t in tests}
-            behaviours[sid] = BehaviourResult(spec.behaviours[sid].area,
-                                              next(v for v in VERDICTS if v in verdicts), tests)
+            verdict = next((v for v in VERDICTS if v in verdicts), None)
+            if verdict is None:  # a verdict no summary knows: the harness's error, not the behaviour's
+                harness += [{"test": t.test, "spec_id": sid, "verdict": str(t.verdict),
+                             "reason": f"unknown verdict {t.verdict!r}: {t.reason}"[:500]} for t in tests]
+                continue
+            behaviours[sid] = BehaviourResult(spec.behaviours[sid].area, verdict, tests)
         areas: dict[str, dict[str, int]] = {}
         for area, items in sorted(spec.by_area().items()):
             counts = {v: 0 for v in VERDICTS}
@@ -92,7 +107,7 @@ class RunSummary:
                 counts[behaviours[b.id].verdict if b.id in behaviours else NOT_TESTED] += 1
             areas[area] = counts
         return cls(run_id, target, version, list(profiles), round(elapsed_s, 2), dict(timing), areas, behaviours,
-                   sorted(s for s, b in behaviours.items() if b.verdict == FAIL))
+                   sorted(s for s, b in behaviours.items() if b.verdict == FAIL), harness=harness or None)
 
     # ---- JSON ------------------------------------------------------------------------------------
 
@@ -103,7 +118,7 @@ class RunSummary:
             "behaviours": {sid: {"area": b.area, "verdict": b.verdict, "tests": [t.as_json() for t in b.tests]}
                            for sid, b in self.behaviours.items()},
             "failed": self.failed}
-        for name in ("gate", "events", "spark", "release", "sdk"):
+        for name in ("gate", "events", "spark", "release", "sdk", "harness"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -116,7 +131,7 @@ class RunSummary:
         return cls(data["run_id"], data["target"], data.get("version"), list(data["profiles"]), data["elapsed_s"],
                    dict(data.get("timing") or {}), {a: dict(c) for a, c in data["areas"].items()}, behaviours,
                    list(data["failed"]), data.get("gate"), data.get("events"), data.get("spark"), data.get("release"),
-                   data.get("sdk"))
+                   data.get("sdk"), data.get("harness"))
 
     def write(self, path: Path) -> None:
         data = self.as_json()
@@ -160,7 +175,20 @@ class RunSummary:
             first = self.behaviours[sid].first_failure()
             assert first is not None  # a failed behaviour has a failing test
             lines.append(f"FAIL {sid}: {first.test}: {first.reason}")
+        for error in self.harness or []:
+            lines.append(f"HARNESS ERROR {error.get('spec_id', '-')!s}: {error['test']}: {error['reason']}")
         return lines
+
+
+def unknown_id(sid: object, test: TestResult | None) -> dict[str, str]:
+    """A harness entry for a verdict cited on ``sid``, which the spec does not have."""
+    what = "a malformed spec ID" if not isinstance(sid, str) or not SPEC_ID.fullmatch(sid) else "an unknown spec ID"
+    entry = {"test": test.test if test is not None else "(no test)", "spec_id": repr(sid) if not isinstance(sid, str)
+             else sid, "reason": f"the test's verdict names {what}, {sid!r}: the harness's error, not the target's"}
+    if test is not None:
+        entry["verdict"] = test.verdict
+        entry["reason"] += f" (its verdict: {test.verdict}{': ' + test.reason if test.reason else ''})"[:400]
+    return entry
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -89,6 +89,14 @@ def run(args: argparse.Namespace) -> int:
     argv += args.pytest_arg
     code = int(pytest.main(argv))
     summary_path = out / "summary.json"
+    if code == 2 and summary_path.exists():  # harness errors: the summary was written and names them
+        summary = RunSummary.read(summary_path)
+        if summary.harness:
+            for error in summary.harness:
+                print(f"rmqc run: harness error: {error['test']}: {error['reason']}", file=sys.stderr)
+            print(f"run folder: {out}  ({len(summary.behaviours)} behaviours checked, {len(summary.failed)} failing, "
+                  f"{len(summary.harness)} harness errors)")
+            return 2
     if code not in (0, 1):
         print(f"rmqc run: error: the suites did not run to completion (pytest exit {code}); see the output above",
               file=sys.stderr)

@@ -20,6 +20,7 @@ behaviour the differential suite is marked with can be reached from the tables.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -35,8 +36,9 @@ ANY = "*"
 PRESENT, TIME = "present", "at_ms"
 """Pseudo-fields: a step only one side has; a step's time."""
 
-FAMILY_ID = {CONCURRENT_4X: "RETRY-CONC-04", ORDERLY_4X: "ORDER-4X-03", BROADCAST_4X: "RETRY-CONC-02",
-             PUSH_5X: "RETRY-5X-07", FIFO_5X: "RETRY-5X-08"}
+FAMILY_ID: dict[str, tuple[str, ...]] = {
+    CONCURRENT_4X: ("RETRY-CONC-04",), ORDERLY_4X: ("ORDER-4X-03",), BROADCAST_4X: ("RETRY-CONC-02",),
+    PUSH_5X: ("RETRY-5X-07",), FIFO_5X: ("RETRY-5X-08",)}
 """The behaviour a family's whole story stands for: blamed only where no table names the difference."""
 
 STEP_IDS: dict[tuple[str, str, str], tuple[str, ...]] = {
@@ -150,6 +152,9 @@ REVIVE_TIME_IDS = {"4x": ("OFFSET-04",), "5x": ("RETRY-5X-11",)}
 """Whether and when a delivery no retry announced comes again: 5.x, a revive after the invisible time
 (RETRY-5X-10, RETRY-5X-11); 4.x, a redelivery from the committed offset after a consumer left (OFFSET-04)."""
 DELAYED_DELIVERY_TIME_IDS = {"4x": ("DELAY-01",), "5x": ("DELAY-08",)}
+TRANSACTION_DELIVERY_IDS = ("TX-02",)
+"""Whether a transaction's message is stored in its topic and first delivered at all: its end state (a commit
+stores it for the consumers, a rollback discards the half), on either line."""
 """A delayed (4.x level) or timed (5.x delivery time) message's first delivery."""
 FIRST_DELIVERY_IDS = {FIFO_5X: ("FIFO-05",)}
 """Whether and when a message that is not delayed is first delivered: in a FIFO group, once the group's
@@ -213,6 +218,10 @@ class Blame:
     spec_ids: tuple[str, ...]
     message: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec_ids, tuple) or not all(isinstance(i, str) and i for i in self.spec_ids):
+            raise TypeError(f"blame: spec_ids must be a tuple of spec IDs, got {self.spec_ids!r}")
+
 
 def line(family: str) -> str:
     """``4x`` or ``5x``: the profile line of a family."""
@@ -236,6 +245,8 @@ def _look_up(table: Mapping[tuple[str, ...], tuple[str, ...]], family: str, *res
 
 
 def _ordered(ids: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(ids, str):  # one ID where a tuple of IDs was meant would be split into its characters
+        raise TypeError(f"blame: {ids!r} is one spec ID where a sequence of IDs was meant")
     return tuple(dict.fromkeys(ids))
 
 
@@ -272,6 +283,8 @@ def _delivery_ids(family: str, story: Sequence[Step], index: int, timing: bool) 
     scheduled retry the family's retry; another redelivery a revive (5.x) or a restart from the offset (4.x)."""
     earlier = story[:index]
     if not any(s.kind == "DELIVER" for s in earlier):
+        if not timing and any(s.kind == "TX_HALF" for s in story):
+            return TRANSACTION_DELIVERY_IDS
         return DELAYED_DELIVERY_TIME_IDS[line(family)] if _delayed(story) else \
             by_family(FIRST_DELIVERY_IDS, family) or by_family(FAMILY_ID, family)
     previous = next((s for s in reversed(earlier) if s.kind in ("RETRY_SCHEDULED", "DELIVER")), None)
@@ -355,6 +368,12 @@ def stored_blame(family: str, topic: str, seen: Sequence[str] | None, want: Sequ
     copy that differs (``STORED_PROPERTY_IDS``), else the topic's owner."""
     seen = list(seen or [])
     ids: list[str] = []
+    extra, missing = Counter(seen) - Counter(want), Counter(want) - Counter(seen)
+    whole = list((extra or missing).elements()) if not (extra and missing) else []
+    if whole and not topic.startswith("RMQ_SYS_TRANS") and all(_copy_fields(c)[1].get("PGROUP") for c in whole):
+        # copies one side stored and the other did not, each a transaction's committed message: stored at all
+        # is its end state's decision
+        return Blame(TRANSACTION_DELIVERY_IDS, f"topic {topic} stores {seen}; the reference stores {list(want)}")
     first = next((i for i in range(max(len(seen), len(want)))
                   if i >= len(seen) or i >= len(want) or seen[i] != want[i]), 0)
     if first < len(seen) and first < len(want):
@@ -371,12 +390,23 @@ def stored_blame(family: str, topic: str, seen: Sequence[str] | None, want: Sequ
 def result_blame(family: str, step: Sequence[object], seen: str, want: str, number: int) -> Blame:
     """The IDs a program step's different result points at: its operation's (``RESULT_IDS``)."""
     ids = _look_up(RESULT_IDS, family, str(step[0])) or by_family(FAMILY_ID, family)
-    return Blame(ids, f"step {number} {tuple(step)}: observed {seen!r}; the reference has {want!r}")
+    return Blame(_ordered(ids), f"step {number} {tuple(step)}: observed {seen!r}; the reference has {want!r}")
 
 
 def reachable_ids() -> set[str]:
     """Every ID a difference can be blamed on."""
     tables: list[Mapping[object, tuple[str, ...]]] = [
         STEP_IDS, STORED_PROPERTY_IDS, STORED_TOPIC_IDS, RESULT_IDS, REDELIVERY_IDS, REDELIVERY_TIME_IDS, REVIVE_IDS,
-        REVIVE_TIME_IDS, FIRST_DELIVERY_IDS, DELAYED_DELIVERY_TIME_IDS]
-    return {i for table in tables for ids in table.values() for i in ids} | set(FAMILY_ID.values()) | set(NAMING_IDS)
+        REVIVE_TIME_IDS, FIRST_DELIVERY_IDS, DELAYED_DELIVERY_TIME_IDS, FAMILY_ID]
+    return {i for table in tables for ids in table.values() for i in ids} | set(NAMING_IDS) | \
+        set(TRANSACTION_DELIVERY_IDS)
+
+
+def tables() -> dict[str, Mapping[object, object]]:
+    """Every table of IDs by name, and the tuples of IDs that stand alone, for the test that each entry is a tuple
+    of known spec IDs (``tests/test_blame.py``)."""
+    return {"STEP_IDS": STEP_IDS, "STORED_PROPERTY_IDS": STORED_PROPERTY_IDS, "STORED_TOPIC_IDS": STORED_TOPIC_IDS,
+            "RESULT_IDS": RESULT_IDS, "REDELIVERY_IDS": REDELIVERY_IDS, "REDELIVERY_TIME_IDS": REDELIVERY_TIME_IDS,
+            "REVIVE_IDS": REVIVE_IDS, "REVIVE_TIME_IDS": REVIVE_TIME_IDS, "FIRST_DELIVERY_IDS": FIRST_DELIVERY_IDS,
+            "DELAYED_DELIVERY_TIME_IDS": DELAYED_DELIVERY_TIME_IDS, "FAMILY_ID": FAMILY_ID,
+            "NAMING_IDS": {"": NAMING_IDS}, "TRANSACTION_DELIVERY_IDS": {"": TRANSACTION_DELIVERY_IDS}}
