@@ -24,7 +24,16 @@ from history.values import ListenerOutcome, LocalTransactionState
 from history.views import Listener, MessageView, SendResult
 from spec import versions
 
-from .base import SETTLE_LIMIT_MS, Target, TargetError, wait_by_steps
+from .base import (
+    SETTLE_LIMIT_MS,
+    Target,
+    TargetError,
+    budget_cut,
+    require_wall_budget,
+    wait_by_steps,
+    wall_budget_s,
+    wall_wait_s,
+)
 from .driver_codec import (
     PROTOCOL_VERSION,
     DriverError,
@@ -412,15 +421,38 @@ class DriverTarget(Target):
     def now_ms(self) -> int:
         return int(self.call("now")["now_ms"])
 
+    @property
+    def wall_clock(self) -> bool:
+        """The driver's clock is the wall's (its hello says so, or says nothing): every wait costs real time."""
+        return str(self.process.hello.get("clock", "wall")) != "virtual"
+
+    def _budget_s(self) -> float:
+        return float(getattr(self, "budget_s", None) or wall_budget_s())
+
+    def require_duration(self, spec_ms: float) -> None:
+        if self.wall_clock:
+            require_wall_budget(self.name, spec_ms, self.time_scale, self._budget_s())
+
     def advance(self, delta_ms: int) -> None:
+        self.require_duration(delta_ms)  # on a wall clock: not applicable at once past the budget (issue 55)
         self.call("advance", ms=delta_ms)
 
     def settle(self, max_ms: int = SETTLE_LIMIT_MS) -> None:
+        if self.wall_clock:  # bounded by what is left of the test's budget
+            max_ms = min(max_ms, int(wall_wait_s(max_ms * self.time_scale / 1000, self._budget_s()) * 1000
+                                     / self.time_scale))
         self.call("settle", max_ms=max_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        return wait_by_steps(predicate, int(timeout_ms), self.now_ms(),  # the protocol's deadlines are whole ms
+        wanted_s = timeout_ms * self.time_scale / 1000
+        timeout = int(timeout_ms)
+        if self.wall_clock:
+            timeout = min(timeout, int(wall_wait_s(wanted_s, self._budget_s()) * 1000 / self.time_scale))
+        held = wait_by_steps(predicate, timeout, self.now_ms(),  # the protocol's deadlines are whole ms
                              lambda deadline: bool(self.call("step", deadline_ms=deadline)["ran"]))
+        if not held and timeout < int(timeout_ms):
+            raise budget_cut(self.name, wanted_s, self.time_scale, self._budget_s())
+        return held
 
     def events(self) -> list[Event]:
         return self._events

@@ -39,8 +39,10 @@ from .base import (
     NotApplicable,
     Target,
     TargetError,
+    budget_cut,
     require_wall_budget,
     wall_budget_s,
+    wall_wait_s,
 )
 from .names import SessionNames
 from .remoting_client import AdminRefused, RemotingAdmin, RemotingClientError
@@ -205,10 +207,15 @@ class GrpcTarget(Target):
         self._sleep_spec(delta_ms)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
-        deadline = time.monotonic() + min(self.budget_s, timeout_ms * self.time_scale / 1000)
+        wanted = timeout_ms * self.time_scale / 1000
+        deadline = time.monotonic() + wall_wait_s(wanted, self.budget_s)
         while not predicate():
             if time.monotonic() >= deadline:
-                return predicate()
+                if predicate():
+                    return True
+                if wall_wait_s(wanted, self.budget_s) < wanted and wall_wait_s(1.0, self.budget_s) == 0:
+                    raise budget_cut(self.name, wanted, self.time_scale, self.budget_s)
+                return False
             time.sleep(0.002)
         return True
 
@@ -220,7 +227,7 @@ class GrpcTarget(Target):
         """Until every message a push consumer should get is acked or dead-lettered and no FIFO message is
         between local attempts (a redelivered copy can be acked while the first still retries), then a
         short quiet."""
-        deadline = time.monotonic() + min(self.budget_s, max_ms * self.time_scale / 1000)
+        deadline = time.monotonic() + wall_wait_s(max_ms * self.time_scale / 1000, self.budget_s)
         while time.monotonic() < deadline:
             self._read_dead_letters()
             if not self._pending() and not LOCAL_RETRY_SLEEPS.active and not self._checks_may_come():
@@ -378,7 +385,7 @@ class GrpcTarget(Target):
             self.admin.start_group_at_first(real, group)
         views: list[MessageView] = []
         try:
-            empty, deadline = 0, time.monotonic() + self.budget_s
+            empty, deadline = 0, time.monotonic() + wall_wait_s(self.budget_s, self.budget_s)
             while empty < 2 and time.monotonic() < deadline:
                 try:
                     got = reader.receive(32, 30)

@@ -11,6 +11,7 @@ from typing import Iterator
 
 import pytest
 
+from adapters.base import start_test_clock, stop_test_clock
 from adapters.driver import forget_broken_drivers
 from history.outcomes import FAIL, INCONCLUSIVE, NOT_APPLICABLE, PASS, NotApplicable, Outcome, outcome_of
 from reports.summary import TestResult
@@ -113,4 +114,15 @@ def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     reach.start_test()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The test's wall budget counts from its call, once its fixtures are set up: a release the run starts
+    once is not one test's time (issue 55)."""
+    start_test_clock()
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    stop_test_clock()
     forget_broken_drivers()
