@@ -79,6 +79,24 @@ drivers/go/bin/rmqc-go-driver: drivers/go/go.mod drivers/go/go.sum $(wildcard dr
 	  echo "make: the Go SDK driver could not be built; the Go SDK tests will be not applicable"; }; \
 	else echo "make: Go is not installed (no go on PATH); the Go SDK tests will be not applicable"; fi
 
+# the fault proxy's toxiproxy backend (adapters/fault_proxy.py, issue 50): Shopify's toxiproxy server, a Go module
+# pinned here, built with go into ~/.cache/rocketmq-conformance/toxiproxy (or $RMQC_TOXIPROXY_DIR), never into the
+# project; without Go, or where the build fails, the fault proxy runs its Python backend and the toxiproxy tests are
+# not applicable, never passed
+TOXIPROXY_MODULE := github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
+RMQC_TOXIPROXY_DIR ?= $(HOME)/.cache/rocketmq-conformance/toxiproxy
+
+.PHONY: fault-proxy
+fault-proxy: $(RMQC_TOXIPROXY_DIR)/toxiproxy-server
+
+$(RMQC_TOXIPROXY_DIR)/toxiproxy-server:
+	@if [ -n "$(GO)" ]; then \
+	  rm -rf "$(RMQC_TOXIPROXY_DIR)/.build" && mkdir -p "$(RMQC_TOXIPROXY_DIR)/.build" && \
+	  GOBIN="$(RMQC_TOXIPROXY_DIR)/.build" GOFLAGS="-mod=mod -buildvcs=false" $(GO) install $(TOXIPROXY_MODULE) && \
+	  mv "$(RMQC_TOXIPROXY_DIR)/.build/server" "$@" && rm -rf "$(RMQC_TOXIPROXY_DIR)/.build" || { rm -f "$@"; \
+	  echo "make: toxiproxy could not be built; the fault proxy's toxiproxy tests will be not applicable"; }; \
+	else echo "make: Go is not installed (no go on PATH); the fault proxy's toxiproxy tests will be not applicable"; fi
+
 # the release oracle (issue 35): each covered release's jars from Maven Central into ~/.cache/rocketmq-conformance/oracle
 # and suites/java/ReleaseOracle.java compiled there; without Java or Maven its tests are not applicable, never passed
 .PHONY: oracle
