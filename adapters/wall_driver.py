@@ -48,6 +48,7 @@ def tags_of(expression: str) -> frozenset[str]:
 class WallDriverTarget(DriverTarget):
     """A session of an SDK driver of this target's own, against the name server ``namesrv``'s brokers."""
 
+    wall_clock = True  # an SDK against a real endpoint: every wait is the wall's (issue 55)
     FINISHED_KINDS: tuple[str, ...] = ("CONSUME_OK", "DLQ")
     """Events after which a message is done for a group (a 5.x push consumer: its ack)."""
 
@@ -68,8 +69,6 @@ class WallDriverTarget(DriverTarget):
         self.release = release
         self._subscriptions: dict[str, Subscription] = {}
         self._dlq_groups: list[str] = []  # every group a consumer of this session consumed with
-
-    wall_clock = True  # an SDK against a real endpoint: every wait is the wall's (issue 55)
         self._sent: list[tuple[str, str | None, str | None]] = []  # (topic, key, tag) of each sent message
         self._dlq_offsets: dict[tuple[str, str, int], int] = {}
         self._open_halves: dict[str | None, int] = {}  # key -> spec ms of the half or its last check, while open
