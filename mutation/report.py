@@ -128,12 +128,18 @@ class AreaScore:
     survived: int = 0
     uncovered: int = 0
     equivalent: int = 0
+    harness_errors: int = 0
+    """Mutants whose run did not write a complete summary (issue 55): not killed, not survived; counted as not killed."""
 
     @property
     def score(self) -> float | None:
         """Killed over the mutants that are not equivalent (uncovered ones count as not killed)."""
         judged = self.mutants - self.equivalent
         return self.killed / judged if judged else None
+
+
+VERDICT_FIELDS = {"harness error": "harness_errors"}
+"""A verdict whose count has another name."""
 
 
 def tally(verdicts: Iterable[tuple[str, str]]) -> tuple[AreaScore, list[AreaScore]]:
@@ -143,7 +149,8 @@ def tally(verdicts: Iterable[tuple[str, str]]) -> tuple[AreaScore, list[AreaScor
     for area, verdict in verdicts:
         for score in (areas.setdefault(area, AreaScore(area)), total):
             score.mutants += 1
-            setattr(score, verdict, getattr(score, verdict) + 1)
+            name = VERDICT_FIELDS.get(verdict, verdict)
+            setattr(score, name, getattr(score, name) + 1)
     return total, [areas[a] for a in sorted(areas)]
 
 
@@ -160,7 +167,8 @@ def as_json(outcomes: list[Outcome], wall_s: float, workers: int, not_run: int,
     total, areas = scores(outcomes)
     return {
         "score": total.score, "mutants": total.mutants, "killed": total.killed, "survived": total.survived,
-        "uncovered": total.uncovered, "equivalent": total.equivalent, "not_run": not_run,
+        "uncovered": total.uncovered, "equivalent": total.equivalent, "harness_errors": total.harness_errors,
+        "not_run": not_run,
         "wall_s": round(wall_s, 1), "workers": workers, "left_out_tests": list(left_out),
         "areas": [{**asdict(a), "score": a.score} for a in areas],
         "outcomes": [{"mutant": o.job.key, "area": o.job.area, "operator": o.job.mutant.operator,
@@ -184,7 +192,7 @@ def rescored(report: dict[str, Any], equivalents: dict[str, str]) -> dict[str, A
         outcomes.append(o)
     total, areas = tally((o["area"], o["verdict"]) for o in outcomes)
     return {**report, "score": total.score, "killed": total.killed, "survived": total.survived,
-            "uncovered": total.uncovered, "equivalent": total.equivalent,
+            "uncovered": total.uncovered, "equivalent": total.equivalent, "harness_errors": total.harness_errors,
             "areas": [{**asdict(a), "score": a.score} for a in areas], "outcomes": outcomes}
 
 
@@ -211,6 +219,11 @@ def as_markdown(report: dict[str, Any]) -> str:
     for o in left:
         lines += [f"### `{o['mutant']}` ({o['verdict']}, {o['tests']} tests selected)", "", "```diff", o["diff"],
                   "```", ""]
+    broken = [o for o in report["outcomes"] if o["verdict"] == "harness error"]
+    if broken:
+        lines += [f"## Harness errors ({len(broken)}: the run did not write a complete summary; not counted killed)", ""]
+        lines += [f"- `{o['mutant']}`: {o['killed_by']}" for o in broken]
+        lines += [""]
     equivalent = [o for o in report["outcomes"] if o["verdict"] == "equivalent"]
     if equivalent:
         lines += [f"## Equivalent mutants ({len(equivalent)}, from mutation/equivalent.yaml)", ""]

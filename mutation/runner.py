@@ -74,7 +74,7 @@ class Job:
 @dataclass
 class Outcome:
     job: Job
-    verdict: str                      # killed | survived | uncovered | equivalent
+    verdict: str                      # killed | survived | uncovered | equivalent | harness error
     killed_by: str = ""               # the channel, its exit code or "timeout"
     seconds: float = 0.0
     tests: int = 0                    # suite tests selected for it
@@ -127,6 +127,10 @@ class Scratch:
         source = (PACKAGE / job.path).read_text()
         (self.dir / "reference_impl" / job.path).write_text(apply(source, job.mutant))
 
+    def run_dir(self, channel: str) -> Path:
+        """Where a channel's run through the driver target writes its summary (beside the scratch copy)."""
+        return self.dir / f"run-{channel}"
+
     def restore(self, job: Job) -> None:
         shutil.copyfile(PACKAGE / job.path, self.dir / "reference_impl" / job.path)
 
@@ -134,6 +138,32 @@ class Scratch:
         self.checkout.close()
         self.bare.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+HARNESS_ERROR = "harness error"
+"""A mutant's run through the driver target that ended without a complete ``summary.json``, or with harness errors in
+it (issue 55): the gate did not report, so nothing was learnt of the mutant; counted apart, never as killed."""
+
+
+def summary_problem(scratch: Scratch, channel: str, code: int | None) -> str | None:
+    """Why the ``channel`` run of a mutant (through the driver target) did not report, or None: its summary.json is
+    missing or invalid, or names harness errors. The vectors channel writes none (the rules run in process); a run
+    that outlived its timeout was killed before it could."""
+    if channel == "vectors" or code is None or code == 5:
+        return None
+    from reports.summary import RunSummary, SummaryError
+
+    path = scratch.run_dir(channel) / "summary.json"
+    if not path.exists():
+        return "no summary.json written"
+    try:
+        summary = RunSummary.read(path)
+    except SummaryError as exc:
+        return f"summary.json is not complete: {exc}"[:300]
+    if summary.harness:
+        first = summary.harness[0]
+        return f"{len(summary.harness)} harness errors in summary.json, the first: {first['test']}: {first['reason']}"[:300]
+    return None
 
 
 class BaselineError(RuntimeError):
@@ -251,6 +281,10 @@ class Runner:
                 if not tests:
                     continue
                 code, output = self._run(channel, tests, scratch)
+                missing = summary_problem(scratch, channel, code)
+                if missing is not None:  # the run did not report: the harness's failure, not the mutant's death
+                    verdict, by = HARNESS_ERROR, f"{channel}: exit {code}, {missing}"
+                    break
                 if code is None or code not in (0, 5):
                     verdict, by = "killed", f"{channel}: " + ("timeout" if code is None else f"exit {code}")
                     break
@@ -269,7 +303,10 @@ class Runner:
             return scratch.bare.run(_argv(files, keyword(tests), ["--import-mode=append"], stop_at_first),
                                     scratch.dir, [str(scratch.dir)], timeout_s)
         release = ["--rmq-target-version", EARLIER_RELEASE] if channel == "release" else []
-        return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch), *release],
+        out = scratch.run_dir(channel)
+        shutil.rmtree(out, ignore_errors=True)
+        return scratch.checkout.run(_argv(files, keyword(tests), ["--rmq-target", self._driver(scratch), *release,
+                                                                  "--rmq-out", str(out)],
                                           stop_at_first), ROOT, [], timeout_s)
 
     @staticmethod

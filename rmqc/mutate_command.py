@@ -144,7 +144,8 @@ def _summary(args: argparse.Namespace, result: dict) -> int:  # type: ignore[typ
     score = result["score"]
     print(f"rmqc mutate: score {'n/a' if score is None else f'{100 * score:.1f} %'} over {result['mutants']} "
           f"mutants ({result['killed']} killed, {result['survived']} survived, {result['uncovered']} uncovered, "
-          f"{result['equivalent']} equivalent, {result['not_run']} not run) in {result['wall_s']} s; "
+          f"{result['equivalent']} equivalent, {result.get('harness_errors', 0)} harness errors, "
+          f"{result['not_run']} not run) in {result['wall_s']} s; "
           f"report: {args.out / 'mutation.md'}")
     if args.fail_under is not None and (score is None or 100 * score < args.fail_under):
         return 1

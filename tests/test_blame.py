@@ -168,7 +168,7 @@ SINGLE_BUGS = {  # tests/drivers/breaks/NAME.py -> (profile, the behaviours it b
     "revive-makes-a-new-message-id": (GRPC_5X, {"MSGID-03"}),  # message ids
     "fifo-consumed-count-kept": (GRPC_5X, {"FIFO-06"}),  # FIFO bookkeeping
     "timer-exact-tick-floored": (GRPC_5X, {"DELAY-08"}),  # the 5.x timer
-    "rollback-commits": (GRPC_5X, {"TX-02"}),  # a transaction's end state (issue 55)
+    "rollback-commits": (REMOTING_4X, {"TX-02"}),  # a transaction's end state (issue 55)
 }
 DIFFERENTIAL_SELECTION = "programs_tell_the_reference_story or timed_messages_tell or hands_over"
 """The differential suite's generated programs (every consumer kind, sends, transactions, receives), timed

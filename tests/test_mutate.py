@@ -24,8 +24,9 @@ from mutation.report import (
     scores,
     split_by_earlier,
     split_by_module,
+    tally,
 )
-from mutation.runner import Job, Outcome, Runner, Scratch, jobs_for
+from mutation.runner import Job, Outcome, Runner, Scratch, jobs_for, summary_problem
 
 
 def _job(path: str, line: int, operator: str) -> Job:
@@ -67,6 +68,35 @@ def test_a_model_mutant_is_killed_through_the_driver_target() -> None:
     assert outcome.verdict == "killed" and outcome.killed_by == "target: exit 1", (outcome.killed_by, outcome.output)
     assert outcome.tests > 0
     assert restored == (ROOT / "reference_impl" / job.path).read_text()  # the scratch copy is put back
+
+
+class _SummaryLost(_TargetOnly):
+    """The suites' run through the driver target ends without its summary (as a run whose gate crashed at its
+    end did, issue 55): what it wrote is taken away after it exits."""
+
+    def _run(self, channel, tests, scratch, stop_at_first=True, timeout_s=None):  # type: ignore[no-untyped-def]
+        code, output = super()._run(channel, tests, scratch, stop_at_first, timeout_s)
+        (scratch.run_dir(channel) / "summary.json").unlink(missing_ok=True)
+        return code, output
+
+
+def test_a_mutant_whose_run_wrote_no_summary_is_a_harness_error_not_killed() -> None:
+    job = _job("model/broker.py", _line_of("model/broker.py", "self.sim.emit_dlq(group, message)"), "drop-statement")
+    scratch = Scratch()
+    try:
+        lost = _SummaryLost().judge(job, scratch)
+        kept = _TargetOnly().judge(job, scratch)
+        (scratch.run_dir("target") / "summary.json").write_text(json.dumps(
+            {**json.loads((scratch.run_dir("target") / "summary.json").read_text()),
+             "harness": [{"test": "t::x", "spec_id": "-", "reason": "a malformed spec ID"}]}))
+        named = summary_problem(scratch, "target", 1)
+    finally:
+        scratch.remove()
+    assert lost.verdict == "harness error" and lost.killed_by == "target: exit 1, no summary.json written", lost
+    assert kept.verdict == "killed", kept.killed_by  # the same mutant, its summary written: killed
+    assert named is not None and "1 harness errors in summary.json, the first: t::x" in named
+    total, _ = tally([("rules.x", "harness error"), ("rules.x", "killed")])
+    assert total.harness_errors == 1 and total.killed == 1 and total.score == 0.5
 
 
 def test_a_mutant_of_an_earlier_release_is_killed_as_that_release() -> None:

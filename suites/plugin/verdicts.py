@@ -39,7 +39,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not has_run_state(item.config):
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        verdict, reason = _verdict(item, report)
+        verdict, reason = _verdict(item, report, call.excinfo.value if call.excinfo is not None else None)
         if verdict == FAIL:
             reason = _with_target_notes(item, reason)
         cited = spec_ids(item)
@@ -98,7 +98,20 @@ def _with_target_notes(item: pytest.Item, reason: str) -> str:
     return reason if not notes else f"{reason} (the target noted: {'; '.join(notes)})"
 
 
-def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
+def _leaf_line(error: BaseException) -> str:
+    """An exception group's first failure that is not an outcome, as pytest's ``E`` line would show it alone:
+    a Hypothesis run whose examples failed in several ways is reported by its first real failure, not by the
+    group's frame (issue 55: a reason of dashes says nothing)."""
+    while isinstance(error, BaseExceptionGroup):
+        leaves = [e for e in error.exceptions if not isinstance(e, Outcome)] or list(error.exceptions)
+        error = leaves[0]
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"E       {name}: {text}" if text else f"E       {name}"
+
+
+def _verdict(item: pytest.Item, report: pytest.TestReport, error: BaseException | None = None) -> tuple[str, str]:
     if report.passed:
         return PASS, ""
     if report.skipped:
@@ -107,6 +120,8 @@ def _verdict(item: pytest.Item, report: pytest.TestReport) -> tuple[str, str]:
         # a plain pytest.skip (a missing tool, say): the test could not run here
         reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return NOT_APPLICABLE, reason.removeprefix("Skipped: ")
+    if isinstance(error, BaseExceptionGroup):
+        return FAIL, _leaf_line(error)[:500]
     text = str(report.longrepr)
     first = next((line for line in text.splitlines() if line.startswith("E ")), text.splitlines()[-1] if text else "")
     return FAIL, first[:500]
