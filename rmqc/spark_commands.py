@@ -32,7 +32,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--run-id", default=None)
     sim.set_defaults(handler=run_simulate)
 
-    chk = sub.add_parser("check", help="Spark checks over an event log; exit 0 only when every check passes")
+    chk = sub.add_parser(
+        "check", help="Spark checks over an event log; exit 0 only when every check passes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Spark checks over an event log; result.json and index.html go to --out.",
+        epilog="Exit codes: 0 every check passed; 1 a check failed or is inconclusive, including when damaged\n"
+               "Parquet parts were set aside (listed under damaged_parts, with the checks that need every row\n"
+               "inconclusive) or a check raised (its entry names the exception); 2 an input error: the log\n"
+               "could not be checked at all (missing or mistyped columns, empty, every part damaged, ...),\n"
+               "result.json then names it under input_errors with every check inconclusive. A PATH that does\n"
+               "not exist is exit 2 with nothing written.")
     chk.add_argument("path", help="a Parquet event log (a file or a folder)")
     chk.add_argument("--master", default="local[2]", help="Spark master, e.g. local[2] or spark://127.0.0.1:7077")
     chk.add_argument("--out", default=None, help="where result.json, index.html and quarantine/ go (default: PATH-check)")
@@ -64,7 +73,10 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from spark_checks.checks import CheckInputError, Tolerance, run_checks, write_result
+    """``rmqc check``: result.json and index.html are written whatever the log holds (issue 55); the exit code
+    is ``spark_checks.damage.exit_code``'s (0 passed, 1 not passed, 2 input error)."""
+    from spark_checks.checks import Tolerance, checked, write_result
+    from spark_checks.damage import exit_code
     from spark_checks.session import spark_session
 
     path = Path(args.path)
@@ -74,20 +86,22 @@ def run_check(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else path.with_name(path.name + "-check")
     started = time.perf_counter()
     spark = spark_session(args.master, args.driver_memory)
-    try:
-        tolerance = Tolerance() if args.tolerance_ms is None else Tolerance(args.tolerance_ms)
-        result = run_checks(spark, str(path), out, args.profile, tolerance, args.allow_duplicates,
-                            tuple(args.checks.split(",")) if args.checks else None,
-                            progress=lambda line: print(f"rmqc check: {line}", file=sys.stderr, flush=True))
-    except CheckInputError as exc:
-        print(f"rmqc check: error: {exc}", file=sys.stderr)
-        return 2
+    tolerance = Tolerance() if args.tolerance_ms is None else Tolerance(args.tolerance_ms)
+    result = checked(spark, str(path), out, profile=args.profile, tolerance=tolerance,
+                     allow_duplicates=args.allow_duplicates,
+                     checks=tuple(args.checks.split(",")) if args.checks else None,
+                     progress=lambda line: print(f"rmqc check: {line}", file=sys.stderr, flush=True))
+    for error in result["input_errors"]:
+        print(f"rmqc check: error: {error['error']}", file=sys.stderr)
     result["master"] = args.master
     result["seconds"] = round(time.perf_counter() - started, 2)
     write_result(result, out)
     for c in result["checks"]:
         counts = ", ".join(f"{k}={v}" for k, v in c["counts"].items())
-        print(f"{c['verdict'].upper():<13} {c['name']:<16} {counts}")
-    print(f"{result['rows']} rows ({result['quarantined']} quarantined) in {result['seconds']} s; "
-          f"wrote {out / 'result.json'} and {out / 'index.html'}")
-    return 0 if result["passed"] else 1
+        why = None if result["input_errors"] else c["detail"].get("inconclusive")  # an input error: said once above
+        print(f"{c['verdict'].upper():<13} {c['name']:<16} {counts}" + (f"  ({why})" if why else ""))
+    damaged = result["damaged_parts"]
+    read = "not checked" if result["rows"] is None else f"{result['rows']} rows ({result['quarantined']} quarantined)"
+    print(f"{read}" + (f", {len(damaged)} damaged part{'s' if len(damaged) > 1 else ''} set aside" if damaged else "")
+          + f" in {result['seconds']} s; wrote {out / 'result.json'} and {out / 'index.html'}")
+    return exit_code(result)

@@ -24,16 +24,18 @@ from typing import Any, Callable, Iterator
 from history.profiles import BROKER_PROFILES, GRPC_5X
 from spec import versions
 
+from .damage import (NEEDS_EVERY_ROW, failed_check, input_error_result, judged_with_damage, load_setting_aside,
+                     root_cause)
 from .delivery_checks import check_duplicates, check_exactly_once, check_no_loss, check_order
 from .dlq_checks import check_dlq, check_nothing_after_dlq
-from .loading import MESSAGE_KINDS, CheckInputError, _names, load
+from .loading import MESSAGE_KINDS, CheckInputError, _names
 from .timing_checks import check_delay_accuracy, check_retry_intervals
 from .verdicts import COUNTEREXAMPLES, CheckResult, Tolerance
 
 __all__ = [
     # the engine
     "CHECKS", "CONCURRENCY", "CONFIGURATION_FREE", "FAULT_CHECK", "FAULT_COUNT", "MANIFEST", "TUNING",
-    "read_manifest", "run_checks", "write_result",
+    "checked", "read_manifest", "run_checks", "write_result",
     # re-exported from loading, verdicts and the check modules: what other code imports from here, and the checks
     "COUNTEREXAMPLES", "MESSAGE_KINDS", "CheckInputError", "CheckResult", "Tolerance",
     "check_delay_accuracy", "check_dlq", "check_duplicates", "check_exactly_once", "check_no_loss",
@@ -94,7 +96,12 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     """Load the log once, run the checks over it (``concurrency`` at a time), name their counterexamples.
     ``progress`` gets one line when the log is loaded and one as each check ends. ``manifest``: what the
     run that wrote the log states (``rmqc soak`` writes ``_soak.json`` beside the parts, read by default):
-    release, time scale, each group's retry ladder and maximum deliveries, crash windows."""
+    release, time scale, each group's retry ladder and maximum deliveries, crash windows.
+
+    Issue 55 (``damage``): damaged parts are set aside and listed (``damaged_parts``; the checks that need
+    every row inconclusive, the run not passed), a check that raises is inconclusive naming the exception,
+    and counterexamples that cannot be named stay unnamed (``naming_error``). A log that cannot be checked
+    at all still raises ``CheckInputError``; ``checked`` turns it into a result to write."""
     unknown = [c for c in (checks or ()) if c not in CHECKS]
     if unknown:
         raise CheckInputError(f"unknown check {', '.join(unknown)}; known: {', '.join(CHECKS)}")
@@ -104,7 +111,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     say = progress or (lambda line: None)
     started = perf_counter()
     with _tuned(spark):
-        loaded = load(spark, path, (out / "quarantine") if out else None)
+        loaded, damaged = load_setting_aside(spark, path, (out / "quarantine") if out else None, say)
         say(f"loaded {loaded.stats.get('rows', '?')} rows in {perf_counter() - started:.1f} s"
             + (" (cached on disk: larger than the memory for storage)" if loaded.cached_on_disk else ""))
         profile = profile or loaded.profile or GRPC_5X
@@ -116,27 +123,53 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         try:
             if profile not in BROKER_PROFILES:
                 raise CheckInputError(f"profile {profile!r} (named by the log): the checks know {known}")
-            chosen = [fn for name, fn in CHECKS.items() if checks is None or name in checks]
+            chosen = [(name, fn) for name, fn in CHECKS.items() if checks is None or name in checks]
             ended = itertools.count(1)
 
-            def run(fn: Callable) -> CheckResult:
+            def run(chosen_check: tuple[str, Callable]) -> CheckResult:
+                name, fn = chosen_check
                 began = perf_counter()
-                result = fn(loaded.events, ctx)
-                say(f"[{next(ended)}/{len(chosen)}] {result.name} {result.verdict.upper()} "
-                    f"({perf_counter() - began:.1f} s)")
+                try:
+                    result = fn(loaded.events, ctx)
+                except Exception as exc:  # inconclusive, naming the exception; the others run (issue 55)
+                    result = failed_check(name, exc)
+                verdict = result.verdict.upper()
+                if damaged and name in NEEDS_EVERY_ROW and "error" not in result.detail:
+                    verdict = f"INCONCLUSIVE ({verdict} over the rows read)"
+                why = f": {result.detail['inconclusive']}" if "error" in result.detail else ""
+                say(f"[{next(ended)}/{len(chosen)}] {result.name} {verdict} ({perf_counter() - began:.1f} s){why}")
                 return result
 
             with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="rmqc-check") as pool:
                 results = list(pool.map(run, chosen))
-            names = _names(loaded.raw, [r.counterexamples for r in results])
+            try:
+                names = _names(loaded.raw, [r.counterexamples for r in results])
+                naming: dict[str, str] = {}
+            except Exception as exc:  # the counterexamples stay unnamed; the verdicts stand (issue 55)
+                names, naming = {}, {"naming_error": root_cause(exc)}
         finally:
             for table in (*ctx["tables"].values(), loaded.events):
                 table.unpersist()
     for r in results:
         r.counterexamples = r.counterexamples.named(names)
-    return {"input": str(path), "profile": profile, **loaded.stats, "checks": [asdict(r) for r in results],
-            "passed": all(r.verdict == "pass" for r in results),
+    entries = [asdict(r) for r in results]
+    judged_with_damage(entries, damaged)
+    return {"input": str(path), "profile": profile, **loaded.stats, "checks": entries,
+            "passed": not damaged and all(r["verdict"] == "pass" for r in entries),
+            "damaged_parts": damaged, "input_errors": [], **naming,
             **({"manifest": {k: v for k, v in stated.items() if k != "workload"}} if stated else {})}
+
+
+def checked(spark, path: str, out: Path | None = None, **kwargs: Any) -> dict[str, Any]:
+    """``run_checks`` made total (issue 55): a log it cannot check, or whose load fails another way (named as
+    ``the log could not be loaded: Type: message``), gives ``damage.input_error_result`` (every check asked
+    for inconclusive), not an exception."""
+    try:
+        return run_checks(spark, path, out, **kwargs)
+    except Exception as exc:  # a check that raises is caught in run_checks: this is the load's failure
+        asked = kwargs.get("checks")
+        names = [n for n in CHECKS if asked is None or n in asked] or list(CHECKS)
+        return input_error_result(path, exc, names, kwargs.get("profile"))
 
 
 MANIFEST = "_soak.json"

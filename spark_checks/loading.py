@@ -57,6 +57,15 @@ class CheckInputError(ValueError):
     """The input cannot be checked: the message says why in one line."""
 
 
+class ColumnError(CheckInputError):
+    """The log lacks required columns or has one in another type (issue 55): ``columns`` names them, so the
+    written result can say which (``damage.input_error_result``)."""
+
+    def __init__(self, message: str, columns: list[str]) -> None:
+        super().__init__(message)
+        self.columns = columns
+
+
 KIND_CODE = {kind: i + 1 for i, kind in enumerate(EVENT_KINDS)}
 """Kinds are cached as numbers (0: not a kind of the schema)."""
 CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "ACK", "RETRY_SCHEDULED", "DLQ", "APPLY")
@@ -113,18 +122,23 @@ class Loaded:
     """Whether the events are cached on disk only (``cache_on_disk``)."""
 
 
-def _read(spark, path: str):
+def _read(spark, path: str, files: list[str] | None = None):
+    """The log as Spark reads it: the folder or file ``path``, or only ``files`` under the folder ``path`` (the
+    parts that are not damaged, issue 55; ``basePath`` keeps the partition columns of their folders)."""
     try:
-        raw = spark.read.parquet(str(path))
+        raw = (spark.read.option("basePath", str(path)).parquet(*files) if files is not None
+               else spark.read.parquet(str(path)))
     except Exception as exc:  # AnalysisException: path missing or not Parquet
         raise CheckInputError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
     types = dict(raw.dtypes)
     missing = sorted(c for c in REQUIRED if c not in types)
-    wrong = sorted(f"{c} is {types[c]}, expected {t}" for c, t in {**REQUIRED, **OPTIONAL}.items()
-                   if c in types and types[c] != t and not (t == "int" and types[c] == "bigint"))
+    expected = {**REQUIRED, **OPTIONAL}
+    mistyped = sorted(c for c, t in expected.items()
+                      if c in types and types[c] != t and not (t == "int" and types[c] == "bigint"))
+    wrong = [f"{c} is {types[c]}, expected {expected[c]}" for c in mistyped]
     if missing or wrong:
-        raise CheckInputError("event log columns: " + "; ".join(
-            ([f"missing {', '.join(missing)}"] if missing else []) + wrong))
+        raise ColumnError("event log columns: " + "; ".join(
+            ([f"missing {', '.join(missing)}"] if missing else []) + wrong), missing + mistyped)
     from pyspark.sql import functions as F
 
     if "run_id" not in types:
@@ -191,14 +205,16 @@ PROFILES_BY_NAME = tuple(sorted(BROKER_PROFILES))
 """The profiles the checks know, in name order: a log naming several is checked as the first."""
 
 
-def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
+def load(spark, path: str, quarantine_dir: Path | None, files: list[str] | None = None) -> Loaded:
     """Read once: count every row and the invariants it breaks (``observe``), keep the checkable rows as
     numbers, partitioned by message and sorted, in the cache. Rows that break an invariant are written
-    with all their columns to the quarantine folder when there are any (read again for that only)."""
+    with all their columns to the quarantine folder when there are any (read again for that only).
+    ``files``: only these parts of the folder ``path`` (the others are damaged, issue 55). Whatever fails
+    after the cache is made unpersists it (a part found damaged then is set aside and the log loaded again)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    raw = _read(spark, path)
+    raw = _read(spark, path, files)
     kind_code = F.coalesce(F.array_position(F.array(*[F.lit(k) for k in EVENT_KINDS]), F.col("kind")),
                            F.lit(0)).cast("byte")
     # a transaction's commit is its message's send (TX-02): checked as one
@@ -234,24 +250,22 @@ def load(spark, path: str, quarantine_dir: Path | None) -> Loaded:
     try:
         events.count()  # the one scan of the input: builds the cache and the observed counts
         seen = observed.get
-    except Exception:
+        reasons = {PROBLEMS[i]: seen[f"p{i}"] for i in range(len(PROBLEMS)) if seen[f"p{i}"]}
+        total, bad = seen["rows"], sum(reasons.values())
+        if total == 0:
+            raise CheckInputError(f"{path}: the event log is empty; an empty log is not a pass")
+        if bad and quarantine_dir is not None:
+            reason = F.element_at(F.array(*[F.lit(name) for name in PROBLEMS]), problem.cast("int"))
+            raw.filter(problem > 0).withColumn("_problem", reason) \
+                .write.mode("overwrite").parquet(str(quarantine_dir))
+        if total == bad:
+            raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
+        return Loaded(events, raw, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons},
+                      _profile_named(raw, seen["profile"]), read_stated(raw, seen["stated"] > 0), seen["acks"] > 0,
+                      on_disk)
+    except BaseException:
         events.unpersist()
         raise
-    reasons = {PROBLEMS[i]: seen[f"p{i}"] for i in range(len(PROBLEMS)) if seen[f"p{i}"]}
-    total, bad = seen["rows"], sum(reasons.values())
-    if total == 0 or total == bad:
-        events.unpersist()
-    if total == 0:
-        raise CheckInputError(f"{path}: the event log is empty; an empty log is not a pass")
-    if bad and quarantine_dir is not None:
-        reason = F.element_at(F.array(*[F.lit(name) for name in PROBLEMS]), problem.cast("int"))
-        raw.filter(problem > 0).withColumn("_problem", reason) \
-            .write.mode("overwrite").parquet(str(quarantine_dir))
-    if total == bad:
-        raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
-    return Loaded(events, raw, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons},
-                  _profile_named(raw, seen["profile"]), read_stated(raw, seen["stated"] > 0), seen["acks"] > 0,
-                  on_disk)
 
 
 def _profile_named(raw, code: int | None) -> str | None:

@@ -1,6 +1,7 @@
 """The HTML page of a ``rmqc check`` run: verdicts, counts, counterexamples and retry-interval plots
 (per attempt, a histogram of the observed waits against the documented wait and the timing model's
-window, with labelled axes), self-contained SVG, works offline."""
+window, with labelled axes), self-contained SVG, works offline. What could not be read is shown first
+(issue 55): the input errors, the damaged parts set aside, why a check is inconclusive."""
 from __future__ import annotations
 
 import html
@@ -87,12 +88,35 @@ def _svg_intervals(per_attempt: list[dict[str, Any]]) -> str:
     return legend + '<div class="plots">' + "".join(_svg_attempt(p) for p in per_attempt if p.get("histogram")) + "</div>"
 
 
+def _rows(result: dict[str, Any]) -> str:
+    if result.get("rows") is None:
+        return "not checked"
+    return f'{result["rows"]} rows, {result["quarantined"]} quarantined'
+
+
+def _damage(result: dict[str, Any]) -> str:
+    """What could not be read (issue 55): the input errors, and the parts set aside with their errors."""
+    out = [f'<p class="input-error" style="color:{COLORS["fail"]}"><b>Not checked:</b> {html.escape(e["error"])}</p>'
+           for e in result.get("input_errors", [])]
+    damaged = result.get("damaged_parts", [])
+    if damaged:
+        body = "".join(f'<tr><td>{html.escape(d["path"])}</td><td>{d["bytes"]}</td><td>{d["rows"]}</td>'
+                       f'<td>{html.escape(d["error"])}</td></tr>' for d in damaged)
+        out.append(f'<h2>Damaged parts set aside: {len(damaged)}</h2><table class="damaged"><tr><th>part</th>'
+                   f'<th>bytes</th><th>rows (footer)</th><th>error</th></tr>{body}</table>')
+    if result.get("naming_error"):
+        out.append(f'<p>Counterexamples not named: {html.escape(result["naming_error"])}</p>')
+    return "".join(out)
+
+
 def write_html(result: dict[str, Any], path: Path) -> None:
     rows = []
     for c in result["checks"]:
         counts = ", ".join(f"{k}={v}" for k, v in c["counts"].items())
+        why = c["detail"].get("inconclusive") or c["detail"].get("damage")
         rows.append(f'<tr><td>{html.escape(c["name"])}</td><td style="color:{COLORS.get(c["verdict"], "#000")}">'
-                    f'<b>{c["verdict"]}</b></td><td>{html.escape(counts)}</td><td>{", ".join(c["spec"])}</td></tr>')
+                    f'<b>{c["verdict"]}</b>{f"<br><small>{html.escape(why)}</small>" if why else ""}</td>'
+                    f'<td>{html.escape(counts)}</td><td>{", ".join(c["spec"])}</td></tr>')
     examples = []
     for c in result["checks"]:
         if c["counterexamples"]:
@@ -102,7 +126,7 @@ def write_html(result: dict[str, Any], path: Path) -> None:
             examples.append(f'<h3>{html.escape(c["name"])}: first {len(c["counterexamples"])} counterexamples</h3>'
                             f'<table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{body}</table>')
     intervals = next((c for c in result["checks"] if c["name"] == "retry_intervals"), None)
-    per_attempt = intervals["detail"]["per_attempt"] if intervals else []
+    per_attempt = intervals["detail"].get("per_attempt", []) if intervals else []
     table = "".join(f'<tr><td>{p["attempt"]}</td><td>{p["count"]}</td><td>{p["expected_ms"]}</td>'
                     f'<td>{p["window_ms"][0]:g}–{p["window_ms"][1]:g}</td><td>{p["p50_ms"]}</td><td>{p["p90_ms"]}</td>'
                     f'<td>{p["p99_ms"]}</td><td>{p["ks"]}</td><td>{p["noisy"]}</td><td>{p["outside"]}</td></tr>'
@@ -114,8 +138,8 @@ def write_html(result: dict[str, Any], path: Path) -> None:
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>rmqc check</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}</style>
 </head><body><h1>rmqc check: {"passed" if result["passed"] else "FAILED"}</h1>
-<p>{html.escape(result["input"])} &middot; profile {result["profile"]} &middot; {result["rows"]} rows, {result["quarantined"]} quarantined</p>
-<table><tr><th>check</th><th>verdict</th><th>counts</th><th>spec</th></tr>{"".join(rows)}</table>
+<p>{html.escape(result["input"])} &middot; profile {result["profile"]} &middot; {_rows(result)}</p>
+{_damage(result)}<table><tr><th>check</th><th>verdict</th><th>counts</th><th>spec</th></tr>{"".join(rows)}</table>
 <h2>Retry intervals</h2>
 <p>Timing model ({html.escape(model.get("file", "spec/timing_model.yaml"))}): a wait inside its window passes; outside by at
 most the noise band ({html.escape(model.get("noise_band", ""))}) is inconclusive; farther fails.</p><ul>{stated}</ul>
