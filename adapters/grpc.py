@@ -108,6 +108,27 @@ def server_info(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> ServerInfo:
                       release=answer.get("release"), namesrv=answer.get("namesrv"))
 
 
+INDETERMINATE_CODES = frozenset({40800, 50000, 50001, 50002, 50400, 50401, 50402})
+"""Answers after which the message may well be stored (issue 50): REQUEST_TIMEOUT, the internal errors, HA_NOT_AVAILABLE
+(a SYNC_MASTER stored it and has no slave to copy it to: SLAVE_NOT_AVAILABLE), PROXY_TIMEOUT and the master's or
+slave's persistence timeouts (stored, not flushed or not replicated in time: FLUSH_DISK_TIMEOUT,
+FLUSH_SLAVE_TIMEOUT). The SDK retries them with the same message id, so any of its attempts may have been
+stored."""
+SDK_REFUSALS = ("IllegalArgumentException", "IllegalStateException")
+"""The SDK's own checks, made before anything is sent: a send they refuse is known not stored."""
+
+
+def send_outcome_unknown(exc: BaseException) -> bool:
+    """Whether a failed send's message may have been stored all the same, so that its outcome is unknown to the
+    client (``SEND_UNKNOWN``, Jepsen's ``:info``; issue 50): a transport failure (a deadline, a reset or refused
+    connection: no RocketMQ status), or an answer of ``INDETERMINATE_CODES``. A RocketMQ status outside those (a bad
+    request, a topic not found, flow control) and the SDK's own refusals are failures (``SEND_FAIL``)."""
+    code = _code_of(exc)
+    if code != -1:
+        return code in INDETERMINATE_CODES
+    return type(exc).__name__ not in SDK_REFUSALS
+
+
 def _code_of(exc: BaseException) -> int:
     """The RocketMQ status code an SDK exception carries; -1 for the SDK's own checks (no code)."""
     code = getattr(exc, "code", None)
@@ -268,8 +289,13 @@ class GrpcTarget(Target):
 
     def drain_events(self) -> list[Event]:
         """What was seen since the last drain (dead letters read first), forgotten here: a soak's memory
-        stays bounded."""
-        self._read_dead_letters(look_now=True)
+        stays bounded. A broker that cannot be read now (a nemesis stopped it, issue 50) is read at a later
+        drain: the dead letters wait in their topic."""
+        try:
+            self._read_dead_letters(look_now=True)
+        except (RemotingClientError, TargetError) as exc:
+            self.unread_dead_letters = getattr(self, "unread_dead_letters", 0) + 1
+            log.info("%s: dead letters not read this time: %s", self.name, exc)
         with self._lock:
             return self.recorder.drain()
 
@@ -431,11 +457,18 @@ class GrpcTarget(Target):
 
     def create_topic(self, name: str, *, read_queues: int = 4, write_queues: int = 4, perm: int = 6,
                      message_type: str = "NORMAL", brokers: int = 1) -> None:
+        """On the first ``brokers`` masters by name through the admin codes, as ``mqadmin updateTopic -b`` on each
+        (a release cluster of several masters, ``rmqc serve --brokers N``); fewer masters than that: not
+        applicable."""
         if brokers > 1:
-            raise NotApplicable(f"{self.name}: topics spanning several brokers are set up outside the SDK")
+            known: list[tuple[str, str]] = []
+            self._remoting_admin("list the masters", lambda a: known.extend(a.broker_table()))
+            if len(known) < brokers:
+                raise NotApplicable(f"{self.name}: a topic on {brokers} brokers, and the name server knows "
+                                    f"{len(known)} masters")
         real = self.real(name)
         self._remoting_admin(f"create topic {real} ({read_queues}/{write_queues} queues, {message_type})",
-                             lambda a: a.create_topic(real, read_queues, write_queues, perm, message_type))
+                             lambda a: a.create_topic(real, read_queues, write_queues, perm, message_type, brokers))
 
     def configure_group(self, name: str, *, retry_max_times: int = 16, fifo: bool = False,
                         retry_policy: str = "CUSTOMIZED", retry_queue_nums: int = 1,
@@ -565,12 +598,15 @@ class GrpcProducer:
         seq = next(self._seq.setdefault(message_group, itertools.count()))
         common = dict(topic=topic, key=key, message_group=message_group, producer_seq=seq)
         t.emit("SEND_INVOKE", **common, detail={"mode": mode, "sdk": "python"})
+        message = None
         try:
             message = self._message(topic, body, key, tags, message_group, delivery_timestamp_ms, properties)
             receipt = self.producer.send(message) if mode == "sync" else self.producer.send_async(message).result()
         except Exception as exc:
             code = _code_of(exc)
-            t.emit("SEND_FAIL", **common, detail={"code": code, "remark": str(exc)[:300]})
+            t.emit("SEND_UNKNOWN" if send_outcome_unknown(exc) else "SEND_FAIL", **common,
+                   msg_id=getattr(message, "message_id", None) or None,  # the id its attempts carried
+                   detail={"code": code, "remark": str(exc)[:300], "error": type(exc).__name__})
             raise _SdkError(code, str(exc)) from None
         with t._lock:
             t._sent[receipt.message_id] = (topic, tags)

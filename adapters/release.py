@@ -28,6 +28,7 @@ from .base import TargetError
 from .release_cluster import ReleaseCluster, ReleaseStartError, choose_ports, progress_to_stderr
 from .release_jars import ReleaseJars, ReleaseUnavailable, resolve
 from .release_plan import DEFAULT_TIME_SCALE, Ports, ReleasePlan, wire_ladder_ms
+from .release_topology import Topology, TopologyError
 from .targets import GO, JAVA, JAVA_REMOTING, NODEJS, RELEASE, REMOTING, Probe, TargetKind
 
 SCALE_ENV = "RMQC_RELEASE_TIME_SCALE"
@@ -45,6 +46,9 @@ DRIVER_TARGETS = {"nodejs": (NODEJS, "NodeTarget"), "java": (JAVA, "JavaTarget")
 """A 5.x SDK behind a driver -> its kind in the target table and the class its module gives a session."""
 REMOTING_TARGETS = {"cpp": (REMOTING, "RemotingTarget"), "java": (JAVA_REMOTING, "JavaRemotingTarget")}
 """A 4.x SDK -> its kind in the target table and its session's class."""
+CLUSTER_ENV = "RMQC_RELEASE_CLUSTER"
+"""The topology of a ``release:V`` target (``rmqc run --cluster``, ``adapters.release_topology``): ``1m`` by default;
+``2m``, ``1m1s,sync``, ``2m,sync-flush``, ..."""
 ATTACH_ENV = "RMQC_RELEASE_ATTACH"
 """A running cluster's plan (JSON), set by a process that started it for the processes it spawns (``rmqc soak``'s
 consumers): a ``release:V`` target of the same release there drives that cluster instead of starting its own."""
@@ -82,6 +86,13 @@ def broker_overrides() -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
+def topology() -> Topology:
+    try:
+        return Topology.parse(os.environ.get(CLUSTER_ENV))
+    except TopologyError as exc:
+        raise TargetError(f"{CLUSTER_ENV}: {exc}") from None
+
+
 def _home(release: str) -> Path:
     root = os.environ.get(HOME_ENV)
     if root:
@@ -91,7 +102,7 @@ def _home(release: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"rmqc-rocketmq-{release}-"))
 
 
-_CLUSTERS: dict[tuple[str, float, tuple[tuple[str, str], ...]], ReleaseCluster] = {}
+_CLUSTERS: dict[tuple[str, float, tuple[tuple[str, str], ...], Topology], ReleaseCluster] = {}
 
 
 def jars_of(release: str) -> ReleaseJars:
@@ -102,13 +113,17 @@ def jars_of(release: str) -> ReleaseJars:
 
 
 def start_cluster(release: str, home: Path, scale: float, overrides: tuple[tuple[str, str], ...] = (),
-                  detached: bool = False) -> ReleaseCluster:
-    """Resolve ``release`` and start it in ``home``; a ``TargetError`` in one line when it cannot be had or
-    does not start (the cause and its log's last lines)."""
+                  detached: bool = False, shape: Topology = Topology()) -> ReleaseCluster:
+    """Resolve ``release`` and start it in ``home`` as ``shape``; a ``TargetError`` in one line when it cannot be
+    had or does not start (the cause and its log's last lines)."""
     jars = jars_of(release)
     with_proxy = jars.has("proxy")
-    plan = ReleasePlan(release, choose_ports(with_proxy, versions.key(release) >= versions.key("5.1.0")),
-                       scale, home, with_proxy, overrides)
+    if not shape.single and not jars.has("broker"):
+        raise TargetError(f"{RELEASE.text(release)}: a {shape.text} cluster starts each broker alone, and "
+                          f"{jars.missing.get('broker') or 'no broker jar could be had'}")
+    plan = ReleasePlan(release, choose_ports(with_proxy, versions.key(release) >= versions.key("5.1.0"),
+                                             len(shape.nodes())),
+                       scale, home, with_proxy, overrides, shape)
     try:
         return ReleaseCluster(plan, jars, progress_to_stderr, detached=detached).start()
     except ReleaseStartError as exc:
@@ -117,10 +132,10 @@ def start_cluster(release: str, home: Path, scale: float, overrides: tuple[tuple
 
 def shared_cluster(release: str) -> ReleaseCluster:
     """The one running cluster of ``release`` in this process (started on first use, stopped at exit)."""
-    scale, overrides = time_scale(), broker_overrides()
-    key = (release, scale, overrides)
+    scale, overrides, shape = time_scale(), broker_overrides(), topology()
+    key = (release, scale, overrides, shape)
     if key not in _CLUSTERS:
-        _CLUSTERS[key] = _attached(release) or start_cluster(release, _home(release), scale, overrides)
+        _CLUSTERS[key] = _attached(release) or start_cluster(release, _home(release), scale, overrides, shape=shape)
     return _CLUSTERS[key]
 
 
@@ -130,7 +145,8 @@ def attach_environment(cluster: ReleaseCluster) -> dict[str, str]:
     plan = cluster.plan
     return {ATTACH_ENV: json.dumps({"release": plan.release, "ports": dataclasses.asdict(plan.ports),
                                     "time_scale": plan.time_scale, "home": str(plan.home),
-                                    "with_proxy": plan.with_proxy, "overrides": [list(o) for o in plan.broker_overrides]})}
+                                    "with_proxy": plan.with_proxy, "overrides": [list(o) for o in plan.broker_overrides],
+                                    "topology": plan.topology.text})}
 
 
 def _attached(release: str) -> ReleaseCluster | None:
@@ -143,8 +159,11 @@ def _attached(release: str) -> ReleaseCluster | None:
         data = json.loads(text)
         if data["release"] != release:
             return None
-        plan = ReleasePlan(release, Ports(**data["ports"]), float(data["time_scale"]), Path(data["home"]),
-                           bool(data["with_proxy"]), tuple((str(k), str(v)) for k, v in data["overrides"]))
+        ports = dict(data["ports"])
+        ports["brokers"] = tuple(ports.get("brokers") or ())
+        plan = ReleasePlan(release, Ports(**ports), float(data["time_scale"]), Path(data["home"]),
+                           bool(data["with_proxy"]), tuple((str(k), str(v)) for k, v in data["overrides"]),
+                           Topology.parse(data.get("topology")))
     except (ValueError, KeyError, TypeError) as exc:
         raise TargetError(f"{ATTACH_ENV} does not describe a running cluster: {exc}") from None
     return ReleaseCluster(plan, jars_of(release))
@@ -162,6 +181,9 @@ def _as_release(target: Any, cluster: ReleaseCluster) -> Any:
         "effective_retry_ladder_ms": plan.effective_ladder_ms() if plan.with_proxy else [],
         "wall_fixed_ms": plan.wall_fixed_ms(), "home": str(plan.home), "start_s": round(cluster.started_s or 0, 1),
         "missing": dict(cluster.jars.missing), "built_from_source_release": dict(cluster.jars.built)}
+    if not plan.topology.single:
+        target.release_record["topology"] = plan.topology.as_json()
+    target.cluster = cluster  # the processes a nemesis may act on (adapters.nemesis)
     return target
 
 

@@ -73,23 +73,26 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def choose_ports(with_proxy: bool, proxy_remoting: bool) -> Ports:
-    """Free loopback ports; the broker's with its two neighbours (``listenPort - 2`` and ``+ 1``) free too."""
+def choose_ports(with_proxy: bool, proxy_remoting: bool, brokers: int = 1) -> Ports:
+    """Free loopback ports; each broker's with its two neighbours (``listenPort - 2`` and ``+ 1``) free too."""
     taken: set[int] = set()
     namesrv = free_port(taken)
     taken.add(namesrv)
-    for _ in range(200):
-        broker = free_port(taken)
-        if broker > 1026 and all(port_is_free(p) for p in (broker - 2, broker + 1)) and \
-                not {broker - 2, broker + 1} & taken:
-            break
-    else:
-        raise ReleaseStartError("no free loopback port with free neighbours for the broker after 200 tries")
-    taken |= {broker - 2, broker, broker + 1}
+    listens: list[int] = []
+    for _ in range(brokers):
+        for _ in range(200):
+            broker = free_port(taken)
+            if broker > 1026 and all(port_is_free(p) for p in (broker - 2, broker + 1)) and \
+                    not {broker - 2, broker + 1} & taken:
+                break
+        else:
+            raise ReleaseStartError("no free loopback port with free neighbours for the broker after 200 tries")
+        taken |= {broker - 2, broker, broker + 1}
+        listens.append(broker)
     grpc = free_port(taken) if with_proxy else 0
     taken.add(grpc)
     remoting = free_port(taken) if with_proxy and proxy_remoting else 0
-    return Ports(namesrv, broker, grpc, remoting)
+    return Ports(namesrv, listens[0], grpc, remoting, tuple(listens[1:]))
 
 
 def log_tail(paths: list[Path], lines: int = LOG_TAIL_LINES) -> str:
@@ -132,6 +135,11 @@ class Component:
     process: subprocess.Popen[bytes]
     out: Path
     logs: list[Path] = field(default_factory=list)
+    launch: tuple[str, list[str], str] = ("", [], "")
+    """(main class, arguments, heap): what starts it again on the same configuration and store (a nemesis's
+    restart, ``ReleaseCluster.restart``)."""
+    ready: Callable[[], bool] | None = None
+    """Whether it answers as it did when first started."""
 
     def exited(self) -> int | None:
         return self.process.poll()
@@ -161,15 +169,21 @@ class ReleaseCluster:
         files = {"namesrv": conf / "namesrv.properties", "broker": conf / "broker.conf", "proxy": conf / "rmq-proxy.json"}
         files["namesrv"].write_text(properties_text(self.plan.namesrv_properties()))
         files["broker"].write_text(properties_text(self.plan.broker_conf()))
+        if not self.plan.topology.single:
+            for node in self.plan.nodes():
+                files[node.label] = conf / f"{node.label}.conf"
+                files[node.label].write_text(properties_text(self.plan.broker_conf(node)))
         if self.plan.with_proxy:
             files["proxy"].write_text(json.dumps(self.plan.proxy_json(), indent=2))
-        for component in ("namesrv", "broker", "proxy"):
+        for component in ("namesrv", "broker", "proxy", *(n.label for n in self.plan.nodes())):
             (conf / f"logback_{component}.xml").write_text(LOGBACK.format(path=self.home / "logs" / f"{component}.log"))
         (self.home / "keys.json").write_text(json.dumps(self.plan.keys_set(), indent=2))
         return files
 
     def _java(self, component: str, main: str, args: list[str], heap: str) -> Component:
         out = self.home / "logs" / f"{component}.out"
+        if out.exists():  # a restart: the earlier run's output is kept beside
+            out.rename(out.with_name(f"{component}.{int(time.time() * 1000)}.out"))
         env = {**os.environ, "ROCKETMQ_HOME": str(self.home), "RMQ_PROXY_HOME": str(self.home)}
         command = ["java", *heap.split(), *JAVA_OPENS, f"-Duser.home={self.home}", "-Djava.net.preferIPv4Stack=true",
                    "-cp", self.jars.classpath, main, *args]
@@ -178,7 +192,7 @@ class ReleaseCluster:
                                        env=env, cwd=self.home,
                                        preexec_fn=os.setsid if self.detached else _die_with_parent)
         logs_dir = self.home / "logs"
-        c = Component(component, process, out, [logs_dir / f"{component}.log",
+        c = Component(component, process, out, launch=(main, args, heap), logs=[logs_dir / f"{component}.log",
                                                 logs_dir / "rocketmqlogs" / f"{'proxy' if component == 'proxy' else component}.log",
                                                 logs_dir / "rocketmqlogs" / "namesrv.log",
                                                 logs_dir / "rocketmqlogs" / "broker.log"])
@@ -192,6 +206,8 @@ class ReleaseCluster:
     def start(self) -> "ReleaseCluster":
         """Start the name server, then the broker (with the proxy in local mode when the plan has one); return
         once each answers, or stop what started and raise ``ReleaseStartError``."""
+        if not self.plan.topology.single:
+            return self._start_topology()
         started = time.monotonic()
         files = self._write_configuration()
         what = "name server, broker with the proxy in local mode" if self.plan.with_proxy else "name server, broker"
@@ -200,6 +216,7 @@ class ReleaseCluster:
             atexit.register(self.stop)
         try:
             namesrv = self._java("namesrv", MAIN_CLASSES["namesrv"], ["-c", str(files["namesrv"])], NAMESRV_HEAP)
+            namesrv.ready = self._namesrv_answers
             self._wait(namesrv, self._namesrv_answers, "answer GET_BROKER_CLUSTER_INFO")
             if self.plan.with_proxy:
                 broker = self._java("proxy", MAIN_CLASSES["proxy"], ["-pm", "local", "-bc", str(files["broker"]),
@@ -208,6 +225,8 @@ class ReleaseCluster:
             else:
                 broker = self._java("broker", MAIN_CLASSES["broker"], ["-c", str(files["broker"]),
                                                                        "-n", self.plan.namesrv_address], BROKER_HEAP)
+            broker.ready = (lambda: self._broker_registered() and self._proxy_answers()) if self.plan.with_proxy \
+                else self._broker_registered
             self._wait(broker, self._broker_registered, f"register {self.plan.broker_address} with the name server")
             if self.plan.with_proxy:
                 self._wait(broker, self._proxy_answers, f"answer gRPC on {self.plan.grpc_address}")
@@ -219,6 +238,73 @@ class ReleaseCluster:
                       f"{self.plan.namesrv_address}, broker {self.plan.broker_address}"
                       + (f", proxy gRPC {self.plan.grpc_address}" if self.plan.with_proxy else ""))
         return self
+
+    def _start_topology(self) -> "ReleaseCluster":
+        """The name server, each broker node a process of its own (masters, then slaves), and for 5.x the proxy in
+        cluster mode, routing through the name server (issue 50)."""
+        started = time.monotonic()
+        files = self._write_configuration()
+        plan = self.plan
+        self.progress(f"starting RocketMQ {plan.release} as {plan.topology.text} ("
+                      f"{', '.join(n.label + ' ' + n.role for n in plan.nodes())}"
+                      f"{', the proxy in cluster mode' if plan.with_proxy else ''}) on 127.0.0.1, folder {self.home}")
+        if not self.detached:
+            atexit.register(self.stop)
+        try:
+            namesrv = self._java("namesrv", MAIN_CLASSES["namesrv"], ["-c", str(files["namesrv"])], NAMESRV_HEAP)
+            namesrv.ready = self._namesrv_answers
+            self._wait(namesrv, self._namesrv_answers, "answer GET_BROKER_CLUSTER_INFO")
+            for node in plan.nodes():
+                broker = self._java(node.label, MAIN_CLASSES["broker"], ["-c", str(files[node.label]),
+                                                                         "-n", plan.namesrv_address], BROKER_HEAP)
+                address = plan.node_address(node)
+                broker.ready = lambda address=address: self._node_registered(address)
+                self._wait(broker, broker.ready, f"register {address} with the name server")
+            if plan.with_proxy:
+                proxy = self._java("proxy", MAIN_CLASSES["proxy"], ["-pm", "cluster", "-pc", str(files["proxy"]),
+                                                                    "-n", plan.namesrv_address], BROKER_HEAP)
+                proxy.ready = self._proxy_answers
+                self._wait(proxy, self._proxy_answers, f"answer gRPC on {plan.grpc_address}")
+        except BaseException:
+            self.stop()
+            raise
+        self.started_s = time.monotonic() - started
+        self.progress(f"RocketMQ {plan.release} {plan.topology.text} ready in {self.started_s:.1f} s: name server "
+                      f"{plan.namesrv_address}, brokers {', '.join(plan.node_address(n) for n in plan.nodes())}"
+                      + (f", proxy gRPC {plan.grpc_address}" if plan.with_proxy else ""))
+        return self
+
+    def component(self, name: str) -> Component:
+        found = next((c for c in self.components if c.name == name), None)
+        if found is None:
+            raise KeyError(f"no component {name!r} in RocketMQ {self.plan.release}: "
+                           f"{', '.join(c.name for c in self.components)}")
+        return found
+
+    def restart(self, name: str, wait: bool = True) -> Component:
+        """Start component ``name`` again with its configuration and store, once its process has exited (a
+        nemesis killed it); wait until it answers as it did."""
+        old = self.component(name)
+        if old.exited() is None:
+            raise RuntimeError(f"{name} is still running (pid {old.process.pid}); a restart follows its end")
+        self.components.remove(old)
+        main, args, heap = old.launch
+        new = self._java(name, main, args, heap)
+        new.ready = old.ready
+        if wait and new.ready is not None:
+            self._wait(new, new.ready, "answer again after its restart")
+        return new
+
+    def _node_registered(self, address: str) -> bool:
+        try:
+            with RemotingClient(self.plan.namesrv_address, 2.0) as ns:
+                if address not in ns.every_broker_address():
+                    return False
+            with RemotingClient(address, 2.0) as broker:
+                broker.runtime_info()
+            return True
+        except RemotingClientError:
+            return False
 
     def _wait(self, component: Component, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from adapters.base import BrokerTiming
+from adapters.release_topology import BrokerNode, Topology
 from reference_impl.rules import retry5x
 from reference_impl.rules import transaction as tx_rules
 from reference_impl.rules.delay import DEFAULT_DELAY_TABLE, parse_delay_levels
@@ -77,9 +78,13 @@ class Ports:
     ``broker + 1`` (HA), both derived from it in ``BrokerStartup``."""
     grpc: int = 0
     remoting_proxy: int = 0
+    brokers: tuple[int, ...] = ()
+    """The ``listenPort`` of every further broker of a topology (``Topology.nodes`` after the first), each with its
+    two neighbours free as the first's."""
 
     def all(self) -> tuple[int, ...]:
-        return tuple(p for p in (self.namesrv, self.broker - 2, self.broker, self.broker + 1, self.grpc,
+        listens = (self.broker, *self.brokers)
+        return tuple(p for p in (self.namesrv, *(q for b in listens for q in (b - 2, b, b + 1)), self.grpc,
                                  self.remoting_proxy) if p)
 
 
@@ -128,6 +133,10 @@ class ReleasePlan:
     with_proxy: bool = True
     broker_overrides: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     """Keys set after the plan's own, as a user's broker.conf would (a test breaks a behaviour with one)."""
+    topology: Topology = field(default_factory=Topology)
+    """How many brokers and how they replicate and flush (``adapters.release_topology``, issue 50): one master by
+    default, the proxy in local mode inside it; with more, each broker a process of its own and the proxy in
+    cluster mode."""
 
     @property
     def at_least_5(self) -> bool:
@@ -172,16 +181,40 @@ class ReleasePlan:
             keys["timerMaxDelaySec"] = scaled_ms(TIMER_MAX_DELAY_S, self.time_scale)
         return keys
 
-    def broker_conf(self) -> dict[str, Any]:
+    def nodes(self) -> list[BrokerNode]:
+        return self.topology.nodes()
+
+    def node_port(self, node: BrokerNode) -> int:
+        """A broker node's ``listenPort``: the first node's is ``ports.broker``."""
+        return self.ports.broker if node.index == 0 else self.ports.brokers[node.index - 1]
+
+    def node_address(self, node: BrokerNode) -> str:
+        return f"127.0.0.1:{self.node_port(node)}"
+
+    def node_store(self, node: BrokerNode) -> Path:
+        """A node's store folder: ``store/`` for a single broker (as always), ``store/<label>/`` in a topology."""
+        return self.store if self.topology.single else self.store / node.label
+
+    def broker_conf(self, node: BrokerNode | None = None) -> dict[str, Any]:
+        """The keys of one broker node (the first master by default)."""
+        node = node or self.nodes()[0]
+        store = self.node_store(node)
+        port = self.node_port(node)
         keys: dict[str, Any] = {
-            "brokerClusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerId": 0, "brokerRole": "ASYNC_MASTER",
-            "flushDiskType": "ASYNC_FLUSH", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
-            "listenPort": self.ports.broker, "namesrvAddr": self.namesrv_address,
-            "storePathRootDir": str(self.store), "storePathCommitLog": str(self.store / "commitlog"),
+            "brokerClusterName": CLUSTER, "brokerName": node.name if not self.topology.single else BROKER_NAME,
+            "brokerId": node.broker_id, "brokerRole": node.role,
+            "flushDiskType": "SYNC_FLUSH" if self.topology.flush == "sync" else "ASYNC_FLUSH",
+            "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
+            "listenPort": port, "namesrvAddr": self.namesrv_address,
+            "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
             "mappedFileSizeCommitLog": COMMITLOG_FILE_BYTES, "autoCreateTopicEnable": "true",
             "autoCreateSubscriptionGroup": "true", "enablePropertyFilter": "true",
             **self.timing_keys(),
         }
+        if not self.topology.single:
+            # the HA port of each broker: listenPort + 1, which 5.0.0 sets whatever the key says and 5.3.3 reads
+            # from the key (adapters.release_topology); the brokerIP2 a slave's master is reached at
+            keys.update({"haListenPort": port + 1, "brokerIP2": "127.0.0.1"})
         if versions.key(self.release) >= versions.key("5.1.4"):
             # TOPIC-05: a MIXED topic is refused at creation unless the broker allows it
             # (AdminBrokerProcessor.updateAndCreateTopic@rocketmq-all-5.1.4); the suites create MIXED topics
@@ -217,8 +250,13 @@ class ReleasePlan:
         return keys
 
     def keys_set(self) -> dict[str, dict[str, Any]]:
-        """Every key this plan sets, per component: the run summary's record."""
-        out: dict[str, dict[str, Any]] = {"namesrv": self.namesrv_properties(), "broker": self.broker_conf()}
+        """Every key this plan sets, per component (per broker node of a topology: ``broker-a-0``, ...): the run
+        summary's record."""
+        out: dict[str, dict[str, Any]] = {"namesrv": self.namesrv_properties()}
+        if self.topology.single:
+            out["broker"] = self.broker_conf()
+        else:
+            out.update({node.label: self.broker_conf(node) for node in self.nodes()})
         if self.with_proxy:
             out["proxy"] = self.proxy_json()
         return out

@@ -142,6 +142,14 @@ class RemotingClient:
         return sorted((str(data.get("brokerName", name)), data["brokerAddrs"]["0"]) for name, data in table.items()
                       if "0" in data.get("brokerAddrs", {}))
 
+    def every_broker_address(self) -> list[str]:
+        """Every broker address the name server knows, masters and slaves (a release cluster's readiness)."""
+        answer = self.call(codes.GET_BROKER_CLUSTER_INFO)
+        if answer.code != codes.SUCCESS:
+            raise RemotingClientError(f"{self.address}: cluster info answered {answer.code} {answer.remark}")
+        table = fastjson_loads(answer.body).get("brokerAddrTable", {})
+        return sorted(str(a) for data in table.values() for a in (data.get("brokerAddrs") or {}).values())
+
     def inject_send_fault(self, outcome: str, count: int, scope: str = "", clear: bool = False) -> Command:
         """``rmqc serve``'s own request: this broker's next ``count`` send attempts for topics ending with ``scope``
         meet ``outcome``, or (``clear``) the scope's faults go (``frontends.remoting.send_faults``); a real broker

@@ -29,6 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
                         help="compress the release's clocks by X through its own keys, as the suites do (default 1: "
                              "the release's defaults, except its ports and folders)")
+    parser.add_argument("--cluster", default=None, metavar="SHAPE",
+                        help="a cluster of several brokers: 2m (two masters), 1m1s (a master and a slave), 2m2s; "
+                             "then ,sync or ,async replication and ,sync-flush or ,async-flush (default: one broker)")
     parser.set_defaults(handler=run)
 
 
@@ -49,10 +52,16 @@ def run(args: argparse.Namespace) -> int:
     if stop_recorded(home):
         print(f"rmqc broker: stopped the RocketMQ {args.release} an earlier start left in {home}", file=sys.stderr)
     from adapters.release import start_cluster
+    from adapters.release_topology import Topology, TopologyError
 
+    try:
+        shape = Topology.parse(args.cluster)
+    except TopologyError as exc:
+        print(f"rmqc broker: error: {exc}", file=sys.stderr)
+        return 2
     home.mkdir(parents=True, exist_ok=True)
     try:
-        cluster = start_cluster(args.release, home, args.time_scale, detached=True)
+        cluster = start_cluster(args.release, home, args.time_scale, detached=True, shape=shape)
     except TargetError as exc:
         print(f"rmqc broker: error: {exc}", file=sys.stderr)
         return 2
@@ -61,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
               "proxy_grpc": plan.grpc_address if plan.with_proxy else None, "time_scale": plan.time_scale,
               "home": str(home), "missing": cluster.jars.missing,
               "built_from_source_release": cluster.jars.built}
+    if not shape.single:
+        record["topology"] = shape.as_json()
+        record["brokers"] = {n.label: plan.node_address(n) for n in plan.nodes()}
     state.write_text(json.dumps(record, indent=2))
     print(json.dumps(record, indent=2))
     target = f"{GRPC.text(plan.grpc_address)} --namesrv {plan.namesrv_address}" if plan.with_proxy else \

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 def spark_verdicts(out: Path, own_log: bool, simulate_events: int) -> dict:
     """Spark checks of this run's log and of a simulated log, as summary entries."""
-    from spark_checks.checks import CONFIGURATION_FREE, run_checks, write_result
+    from spark_checks.checks import CONFIGURATION_FREE, checked, write_result
     from spark_checks.session import spark_session
     from spark_checks.simulate import simulate
 
@@ -140,10 +140,10 @@ def spark_verdicts(out: Path, own_log: bool, simulate_events: int) -> dict:
     print("\nSpark checks")
     for name, path, checks, note in jobs:
         started = time.perf_counter()
-        result = run_checks(spark, str(path), out / f"spark-{name}", checks=checks)
+        result = checked(spark, str(path), out / f"spark-{name}", checks=checks)  # never raises (issue 55)
         result["seconds"] = round(time.perf_counter() - started, 2)
         write_result(result, out / f"spark-{name}")
-        parts[name] = {"passed": result["passed"], "rows": result["rows"], "seconds": result["seconds"], "note": note,
+        parts[name] = {"passed": result["passed"], "rows": result["rows"] or 0, "seconds": result["seconds"], "note": note,
                        "checks": {c["name"]: {"verdict": c["verdict"], **c["counts"]} for c in result["checks"]}}
         verdicts = ", ".join(f"{c['name']} {c['verdict']}" for c in result["checks"])
         print(f"  {name}: {'PASS' if result['passed'] else 'FAIL'} ({result['rows']:,} rows, {result['seconds']} s): "

@@ -59,6 +59,7 @@ QUIET_S = 10.0
 class SoakStats:
     sent: int = 0
     send_failed: int = 0
+    send_unknown: int = 0  # sends whose outcome the client could not know (SEND_UNKNOWN: a timeout, a reset)
     events: int = 0
     kills: int = 0
     unreadable_lines: int = 0  # a consumer process's lines that could not be logged (see its _consumer-*.log)
@@ -148,7 +149,8 @@ class Soak:
     """One soak: the target, its clients, the log and the counters."""
 
     def __init__(self, target: Target, target_text: str, workload: Workload, out: Path, roll_s: float = 2.0,
-                 run_id: str = "soak") -> None:
+                 run_id: str = "soak", nemesis: Any = None) -> None:
+        """``nemesis``: an ``adapters.nemesis.NemesisPlan`` to run against the release cluster the target drives."""
         self.target, self.target_text, self.workload, self.out = target, target_text, workload, Path(out)
         self.run_id = run_id
         self.log = RollingParquetWriter(self.out, roll_s)
@@ -179,11 +181,25 @@ class Soak:
         self._collector_stop = threading.Event()
         self.started_at = time.monotonic()
         self.stopping = False
+        self.nemesis_plan = nemesis
+        self.nemesis: Any = None          # adapters.nemesis.Nemesis, once started
+        self._schedule: Any = None        # adapters.nemesis.ScheduleRunner
+        self._send_outcomes: list[tuple[int, bool]] = []  # (ts_ms, succeeded) of every send, for recovery times
+        self._nemesis_events: list[dict[str, Any]] = []
 
     # ---- set-up -------------------------------------------------------------------------------
 
     def start(self) -> None:
         w = self.workload
+        if self.nemesis_plan is not None:
+            cluster = getattr(self.target, "cluster", None)
+            if cluster is None:
+                raise NotApplicable(f"{self.target.name}: a nemesis acts only on processes the suite started "
+                                    "(--target release:V)")
+            from adapters.nemesis import Nemesis
+
+            self.nemesis = Nemesis(cluster, self.record, self.target.now_ms, self.run_id, self.target.name,
+                                   self.nemesis_plan.seed)
         restarted = w.own_process_groups()
         if w.needs_processes() and self.epoch is None:
             raise NotApplicable(f"{self.target.name}: consumers in processes of their own (a restart fault, "
@@ -193,8 +209,10 @@ class Soak:
             if plan.kind == "simple" and (topics[plan.topic] == "FIFO" or plan.group in restarted):
                 raise NotApplicable(f"group {plan.group}: the soak's simple consumers read standard topics in "
                                     "the soak's own process")
-        for topic, message_type in topics.items():
-            self.target.create_topic(topic, message_type=message_type)
+        cluster = getattr(self.target, "cluster", None)
+        masters = sum(n.is_master for n in cluster.plan.nodes()) if cluster is not None else 1
+        for topic, message_type in topics.items():  # on every master: a killed one leaves the topic on the others
+            self.target.create_topic(topic, message_type=message_type, **({"brokers": masters} if masters > 1 else {}))
         for plan in w.groups:
             self.target.configure_group(plan.group, retry_max_times=plan.retry_max_times,
                                         fifo=topics[plan.topic] == "FIFO", retry_ladder_ms=plan.retry_ladder_ms)
@@ -267,6 +285,25 @@ class Soak:
             "crash_windows": self.crash_windows,
             "workload": json.loads(json.dumps(dataclasses.asdict(self.workload))),
             "stats": dataclasses.asdict(self.stats),
+            **({"nemesis": self.nemesis_statement()} if self.nemesis_plan is not None else {}),
+        }
+
+    def nemesis_statement(self) -> dict[str, Any]:
+        """The fault schedule (its seed replays it), what was caused and when, what could not be, the topology
+        and the recovery time of each fault (issue 50)."""
+        from .soak_recovery import spans, summary
+
+        plan = self.nemesis_plan
+        cluster = getattr(self.target, "cluster", None)
+        return {
+            "plan": {"kinds": list(plan.kinds), "every_s": plan.every_s, "down_s": plan.down_s, "seed": plan.seed},
+            "topology": cluster.plan.topology.as_json() if cluster is not None else None,
+            "schedule": [f.as_json() for f in (self._schedule.faults if self._schedule else [])],
+            "caused": list(self.nemesis.done) if self.nemesis is not None else [],
+            "errors": (list(self._schedule.errors) if self._schedule else []) +
+                      (list(self.nemesis.errors) if self.nemesis is not None else []),
+            "recovery": summary(spans(self._nemesis_events), self._send_outcomes, self.time_scale),
+            "indeterminate_sends": self.stats.send_unknown,
         }
 
     def _group_statement(self, plan: GroupPlan, fifo: bool) -> dict[str, Any]:
@@ -306,6 +343,12 @@ class Soak:
             elif event.topic and (event.kind == "SEND_OK" or (event.kind == "TX_END" and
                                                               (event.detail or {}).get("state") == "COMMIT_MESSAGE")):
                 self._sent_to[event.topic] = self._sent_to.get(event.topic, 0) + 1
+            if event.kind in ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN"):
+                self._send_outcomes.append((event.ts_ms, event.kind == "SEND_OK"))
+                if event.kind == "SEND_UNKNOWN":
+                    self.stats.send_unknown += 1
+            elif event.kind == "NEMESIS":
+                self._nemesis_events.append({"ts_ms": event.ts_ms, **dict(event.detail)})
             if event.kind == "TX_HALF" and event.msg_id:
                 self._open_halves.add(event.msg_id)
             elif event.kind == "TX_END" and event.msg_id:
@@ -320,7 +363,12 @@ class Soak:
 
     def collect(self) -> None:
         with self._collecting:
-            for event in self.target.drain_events():
+            try:
+                drained = self.target.drain_events()
+            except Exception as exc:  # noqa: BLE001 - a target that cannot be read now is read at the next collect
+                self._simple_errors.append(f"collect: {type(exc).__name__}: {exc}"[:300])
+                drained = []
+            for event in drained:
                 self.record(event)
             self.log.maybe_roll()
 
@@ -442,6 +490,14 @@ class Soak:
 
         collector = threading.Thread(target=self._collect_meanwhile, name="soak-collector", daemon=True)
         collector.start()
+        if self.nemesis is not None:
+            from adapters.nemesis import ScheduleRunner
+
+            faults = self.nemesis_plan.schedule(duration_s, self.nemesis.brokers(),
+                                                not self.nemesis.cluster.plan.topology.single
+                                                and self.nemesis.cluster.plan.with_proxy)
+            self._schedule = ScheduleRunner(self.nemesis, faults, started).start()
+            self.write_manifest()
         rounds = itertools.count(1)
         while not self.stopping and clock() - started < duration_s and \
                 (max_messages is None or self.stats.sent < max_messages) and \
@@ -452,6 +508,8 @@ class Soak:
             # rounds keep to their times: a round that took long is followed at once, not a tick later
             time.sleep(max(0.0, started + next(rounds) * tick_s - clock()))
             line("sending", duration_s - (clock() - started))
+        if self._schedule is not None:  # every fault ends before the settle: the cluster is whole again
+            self._schedule.stop()
         # every send is logged before the settle counts what is in flight: a SEND_OK still in the target
         # when the consumers' acks are already counted made a group look finished, and the settle ended
         # before a crash window's messages came back
@@ -490,9 +548,10 @@ class Soak:
 
 def run_soak(target: Target, target_text: str, workload: Workload, out: Path, duration_s: float,
              max_messages: int | None = None, roll_s: float = 2.0, progress: TextIO | None = sys.stderr,
-             settle_s: float = 180.0, max_events: int | None = None) -> SoakStats:
-    """A whole soak; Ctrl-C (SIGINT) stops the sends, logs what was seen and closes the target."""
-    soak = Soak(target, target_text, workload, out, roll_s)
+             settle_s: float = 180.0, max_events: int | None = None, nemesis: Any = None) -> SoakStats:
+    """A whole soak; Ctrl-C (SIGINT) stops the sends and the nemesis (every fault healed), logs what was seen and
+    closes the target."""
+    soak = Soak(target, target_text, workload, out, roll_s, nemesis=nemesis)
 
     def stop(*_: Any) -> None:
         soak.stopping = True
@@ -503,6 +562,8 @@ def run_soak(target: Target, target_text: str, workload: Workload, out: Path, du
         return soak.run(duration_s, max_messages, progress, settle_s, max_events=max_events)
     finally:
         signal.signal(signal.SIGINT, previous)
+        if soak._schedule is not None:
+            soak._schedule.stop()
         for processes in soak._processes.values():
             for process in processes:
                 if process.process.poll() is None:

@@ -77,6 +77,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--roll-s", type=float, default=2.0, help="seconds between two parts of the log")
     parser.add_argument("--settle-s", type=float, default=180.0,
                         help="after the sends, wait at most this long for every message to finish")
+    parser.add_argument("--cluster", default=None, metavar="SHAPE",
+                        help="with --target release:V: the release as a cluster of several brokers (2m, 1m1s,sync, "
+                             "2m,sync-flush; see rmqc broker start --help)")
+    parser.add_argument("--nemesis", default=None, metavar="FAULTS",
+                        help="with --target release:V: faults on the cluster's processes, one every period in turn: "
+                             "kill (a broker SIGKILLed and restarted on its store), pause (SIGSTOP/SIGCONT), "
+                             "namesrv-kill, proxy-pause; options every=60s, down=10s, first=30s, seed=1 "
+                             "(the same seed replays the same schedule); e.g. kill,pause,every=60s")
     parser.set_defaults(handler=soak)
 
 
@@ -84,8 +92,23 @@ def soak(args: argparse.Namespace) -> int:
     from rmqc.soak import run_soak
 
     try:
+        nemesis = None
+        if args.nemesis:
+            from adapters.nemesis import NemesisError, NemesisPlan
+
+            try:
+                nemesis = NemesisPlan.parse(args.nemesis)
+            except NemesisError as exc:
+                raise TargetError(str(exc)) from None
         workload = load_workload(args.workload)
         parsed = parse_target(args.target)
+        if (args.cluster or nemesis is not None) and parsed.kind is not RELEASE:
+            raise TargetError(f"--cluster and --nemesis act on a release the suite starts (--target release:V), "
+                              f"not on {args.target}")
+        if args.cluster:
+            from adapters.release import CLUSTER_ENV
+
+            os.environ[CLUSTER_ENV] = args.cluster
         profiles = parsed.probe().profiles
         if GRPC_5X not in profiles:
             raise TargetError(f"{args.target} runs {', '.join(profiles)}; this soak drives 5.x clients")
@@ -95,7 +118,7 @@ def soak(args: argparse.Namespace) -> int:
 
             os.environ.update(attach_environment(shared_cluster(parsed.address)))
         stats = run_soak(target, args.target, workload, args.out, args.duration, args.max_messages, args.roll_s,
-                         settle_s=args.settle_s, max_events=args.max_events)
+                         settle_s=args.settle_s, max_events=args.max_events, nemesis=nemesis)
     except (WorkloadError, TargetError, NotApplicable, FileExistsError) as exc:
         print(f"rmqc soak: error: {exc}", file=sys.stderr)
         return 2
