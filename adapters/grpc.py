@@ -705,7 +705,10 @@ class GrpcTransactionProducer(GrpcProducer):
         try:
             receipt = self.producer.send(message, transaction)
         except Exception as exc:
-            t.emit("SEND_FAIL", topic=topic, key=key, detail={"code": _code_of(exc), "remark": str(exc)[:300]})
+            # a half whose outcome is unknown may be stored: the broker's check then decides it (TX-03)
+            t.emit("SEND_UNKNOWN" if send_outcome_unknown(exc) else "SEND_FAIL", topic=topic, key=key,
+                   msg_id=getattr(message, "message_id", None) or None,
+                   detail={"code": _code_of(exc), "remark": str(exc)[:300], "error": type(exc).__name__})
             raise _SdkError(_code_of(exc), str(exc)) from None
         common = dict(topic=topic, msg_id=receipt.message_id, key=key)
         with t._lock:

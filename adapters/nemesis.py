@@ -36,6 +36,9 @@ KINDS = ("kill", "pause", "namesrv-kill", "proxy-pause", "empty-store")
 checks' bite test only)."""
 DEFAULT_EVERY_S = 60.0
 DEFAULT_DOWN_S = 10.0
+RECOVERY_ROOM_S = 20.0
+"""A fault of a schedule ends this long before the sends do at least: a killed broker's restart (about 10-15 s) and
+the sends after it, which its recovery time is measured from."""
 MAX_DOWN_S = 120.0
 """No fault lasts longer than this, whatever is asked."""
 
@@ -102,12 +105,12 @@ class NemesisPlan:
 
     def schedule(self, duration_s: float, brokers: list[str], has_proxy: bool) -> list[Fault]:
         """The faults of a run of ``duration_s`` seconds, drawn from the seed: one every ``every_s`` (the kinds in
-        turn), each on a broker drawn among ``brokers``; none ends after the run's end."""
+        turn), each on a broker drawn among ``brokers``; each ends ``RECOVERY_ROOM_S`` before the run does."""
         rng = random.Random(self.seed)
         faults: list[Fault] = []
         at = self.every_s if self.first_s is None else self.first_s
         number = 0
-        while at + self.down_s <= duration_s:
+        while at + self.down_s + RECOVERY_ROOM_S <= duration_s:
             kind = self.kinds[number % len(self.kinds)]
             if kind == "proxy-pause" and not has_proxy:
                 raise NemesisError("proxy-pause: this cluster has no proxy process of its own (a 5.x release in a "

@@ -25,6 +25,7 @@ from history.profiles import GRPC_5X, REMOTING_4X
 from spec import versions
 
 from .base import TargetError
+from .cluster_faults import heal_cluster
 from .release_cluster import ReleaseCluster, ReleaseStartError, choose_ports, progress_to_stderr
 from .release_jars import ReleaseJars, ReleaseUnavailable, resolve
 from .release_plan import DEFAULT_TIME_SCALE, Ports, ReleasePlan, wire_ladder_ms
@@ -294,6 +295,7 @@ def _sdk(env: str, known: tuple[str, ...], default: str) -> str:
 def build(address: str, profile: str, **options: Any) -> Any:
     """A target of the ``release:V`` kind (``adapters.targets``)."""
     cluster = shared_cluster(address)
+    heal_cluster(cluster)  # what an earlier session's faults did to the brokers is undone before this one
     if profile == GRPC_5X:
         if not cluster.plan.with_proxy:
             reason = cluster.jars.missing.get("proxy") or f"RocketMQ {address} has no proxy"

@@ -22,6 +22,7 @@ from reference_impl.rules import cpp4x
 from spec import versions
 
 from .base import TargetError
+from .cluster_faults import ReleaseSendFaults
 from .driver import DriverConsumer, DriverProcess
 from .remoting_client import RemotingAdmin, RemotingClient, RemotingClientError
 from .targets import REMOTING, Probe
@@ -99,6 +100,10 @@ class RemotingTarget(WallDriverTarget):
         of ``rmqc serve``'s broker of that name; a real broker takes no injected fault (not applicable)."""
         if self.SEND_LOOP_UNCHECKED:
             raise NotApplicable(f"{self.name}: {self.SEND_LOOP_UNCHECKED}")
+        release_faults = ReleaseSendFaults.of(self)
+        if release_faults is not None and not self._logs_attempts():  # a real cluster: a nemesis on the broker
+            release_faults.cause(broker, outcome, count)
+            return
         address = dict(self._broker_table()).get(broker)
         if address is None:
             raise NotApplicable(f"{self.name}: the name server knows no broker {broker}")
@@ -124,6 +129,9 @@ class RemotingTarget(WallDriverTarget):
         return f"-{self.names.tag}"
 
     def close(self) -> None:
+        release_faults = getattr(self, "_release_faults", None)
+        if release_faults is not None:  # the brokers the test killed or stalled answer again
+            release_faults.heal()
         for address in getattr(self, "_faulted", ()):
             try:
                 with RemotingClient(address, 5) as client:
@@ -135,9 +143,17 @@ class RemotingTarget(WallDriverTarget):
 
     def send_fault_outcomes(self) -> tuple[str, ...]:
         """What ``rmqc serve``'s brokers can make a send attempt meet; none on a real broker."""
-        if self.SEND_LOOP_UNCHECKED or not self._logs_attempts():
+        if self.SEND_LOOP_UNCHECKED:
             return ()
+        if not self._logs_attempts():
+            release_faults = ReleaseSendFaults.of(self)
+            return release_faults.outcomes() if release_faults is not None else ()
         return tuple(o for o in SEND_OUTCOMES if o not in send_faults.NOT_SERVED)
+
+    def send_fault_counts(self) -> tuple[int, ...]:
+        """How many attempts an injected fault may last: 1 to 3 on ``rmqc serve``; every attempt (-1) on a real
+        broker, whose faults last until cleared (``adapters.cluster_faults``)."""
+        return (1, 2, 3) if self._logs_attempts() else (-1,)
 
     SEND_KINDS = ("SEND_OK", "SEND_FAIL", "SEND_UNKNOWN")
     SEND_LOOP_UNCHECKED = ("the C++ client's send retries (rocketmq-client-cpp's DefaultMQProducerImpl) are its own, "
@@ -169,6 +185,9 @@ class RemotingTarget(WallDriverTarget):
                 if kind == "SEND_FAIL" and any(a.get("stored") for a in attempts):
                     kind = "SEND_UNKNOWN"
                 row = {**row, "kind": kind, "detail": detail}
+        elif isinstance(row, dict) and row.get("kind") in self.SEND_KINDS and (row.get("detail") or {}).get(
+                "client_attempts"):
+            row = client_attempts(row)
         super().received(row)
 
     ATTEMPTS_WAIT_S = 1.0
@@ -220,6 +239,19 @@ class RemotingTarget(WallDriverTarget):
             retry = self.names.real(f"%RETRY%{group}")
             self._set_up(f"create topic {retry}", lambda: self.admin.create_topic(retry, 1, 1, 6, None), courtesy=True)
         return super().push_consumer_4x(group, topic, listener, **options)
+
+
+def client_attempts(row: dict[str, Any]) -> dict[str, Any]:
+    """A send's event with the attempts the client's own send hooks saw (the Java 4.x client,
+    ``client_attempts``), where no broker logs them (a real release): a failed send one of whose attempts timed out
+    or was answered as stored but not flushed or replicated may be stored, so it is indeterminate (SEND_UNKNOWN)."""
+    detail = dict(row.get("detail") or {})
+    detail["attempts"] = detail["client_attempts"]
+    outcomes = [a.rsplit(":", 1)[-1] for a in detail["attempts"].split(",")]
+    kind = row["kind"]
+    if kind == "SEND_FAIL" and any(o in ("timeout", "10", "11", "12") for o in outcomes):
+        kind = "SEND_UNKNOWN"
+    return {**row, "kind": kind, "detail": detail}
 
 
 def build(address: str, profile: str, **options: object) -> RemotingTarget:

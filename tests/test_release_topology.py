@@ -9,7 +9,7 @@ import pytest
 from adapters.nemesis import NemesisError, NemesisPlan
 from adapters.release_plan import Ports, ReleasePlan
 from adapters.release_topology import Topology, TopologyError
-from rmqc.soak_recovery import FaultSpan, percentile, recovery_ms, spans, summary
+from rmqc.soak_recovery import FaultSpan, failures_after, percentile, recovery_ms, spans, summary
 
 
 def test_one_master_is_the_default_and_keeps_the_single_broker_plan() -> None:
@@ -65,7 +65,7 @@ def test_a_nemesis_schedule_is_replayed_by_its_seed_and_bounded() -> None:
     assert first == plan.schedule(600, brokers, has_proxy=True)  # the same seed, the same faults at the same times
     assert [f.kind for f in first[:4]] == ["kill", "pause", "kill", "pause"]
     assert [f.at_s for f in first] == [60.0 * i for i in range(1, 10)]
-    assert all(f.at_s + f.down_s <= 600 and f.process in brokers for f in first)
+    assert all(f.at_s + f.down_s + 20 <= 600 and f.process in brokers for f in first)
     other = NemesisPlan.parse("kill,pause,every=60s,down=10s,seed=8").schedule(600, brokers, has_proxy=True)
     assert [f.process for f in other] != [f.process for f in first]
 
@@ -87,9 +87,14 @@ def test_recovery_runs_from_a_faults_end_to_the_first_send_after_the_last_failur
     faults = spans(events)
     assert faults == [FaultSpan(0, "kill", "broker-a-0", 1000, 2000), FaultSpan(1, "pause", "broker-b-0", 5000, 6000)]
     sends = [(900, True), (1500, False), (2100, False), (2300, True), (2400, True),  # recovered 300 ms after the end
+             (3500, False),                                                          # later: counted, not the fault's
              (5500, True), (6100, True)]                                             # never failed: at once
     assert recovery_ms(faults, sends) == [300, 100]
+    assert failures_after(faults, sends) == [1, 0]
     assert recovery_ms(faults, [(1500, False), (4000, False)]) == [None, None]
-    result = summary(faults, sends, time_scale=0.5)
-    assert (result["p50_ms"], result["max_ms"], result["not_recovered"]) == (50, 150, 0)
+    result = summary(faults, sends, time_scale=1.0)  # a wall second of settling is 1000 spec ms at scale 1
+    assert (result["p50_ms"], result["max_ms"], result["not_recovered"]) == (100, 300, 0)
+    assert [f["failures_after"] for f in result["per_fault"]] == [1, 0]
+    halved = summary(faults, sends, time_scale=0.5)  # 2000 spec ms: the send failed at 3500 is the first fault's
+    assert halved["not_recovered"] == 1 and halved["per_fault"][1]["recovery_ms"] == 50
     assert percentile([1, 2, 3, 4, 100], 0.99) == 100 and percentile([5], 0.5) == 5

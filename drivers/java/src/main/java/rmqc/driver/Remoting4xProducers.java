@@ -72,6 +72,7 @@ final class Remoting4xProducers {
                 producer = new DefaultMQProducer(group);
             }
             mode.configure(producer);
+            producer.getDefaultMQProducerImpl().registerSendMessageHook(attemptsHook);
             if (options.has("retry_times")) {
                 producer.setRetryTimesWhenSendFailed((int) num(options, "retry_times", 2));
             }
@@ -86,6 +87,68 @@ final class Remoting4xProducers {
                 for (JsonElement t : topicsOf(options)) {
                     beatAfterRoute(t.getAsString());
                 }
+            }
+        }
+
+        /** Each send attempt as the client made it, by the message's client id: {@code broker:outcome}, the outcome a
+         * response code ({@code 0} stored, {@code 10} FLUSH_DISK_TIMEOUT, {@code 11} SLAVE_NOT_AVAILABLE, {@code 12}
+         * FLUSH_SLAVE_TIMEOUT, a broker's error code), {@code timeout} or {@code remoting} (no answer, no connection):
+         * the attempts {@code DefaultMQProducerImpl.sendKernelImpl} reports to its send hooks before and after each
+         * (issue 50: SEND-4X-01..07 judged on a real cluster, where no broker logs them). */
+        private final Map<String, List<String>> attempts = new ConcurrentHashMap<>();
+
+        private final org.apache.rocketmq.client.hook.SendMessageHook attemptsHook =
+                new org.apache.rocketmq.client.hook.SendMessageHook() {
+            @Override public String hookName() {
+                return "rmqc-attempts";
+            }
+
+            @Override public void sendMessageBefore(org.apache.rocketmq.client.hook.SendMessageContext context) {
+            }
+
+            @Override public void sendMessageAfter(org.apache.rocketmq.client.hook.SendMessageContext context) {
+                String id = context.getMessage() == null ? null : MessageClientIDSetter.getUniqID(context.getMessage());
+                if (id == null) {
+                    return;
+                }
+                String broker = context.getMq() == null ? "?" : context.getMq().getBrokerName();
+                attempts.computeIfAbsent(id, k -> java.util.Collections.synchronizedList(new ArrayList<>()))
+                        .add(broker + ":" + attemptOutcome(context));
+            }
+        };
+
+        static String attemptOutcome(org.apache.rocketmq.client.hook.SendMessageContext context) {
+            Exception e = context.getException();
+            if (e == null) {
+                SendResult r = context.getSendResult();
+                if (r == null) {
+                    return "sent";
+                }
+                switch (r.getSendStatus()) {
+                    case FLUSH_DISK_TIMEOUT: return "10";
+                    case SLAVE_NOT_AVAILABLE: return "11";
+                    case FLUSH_SLAVE_TIMEOUT: return "12";
+                    default: return "0";
+                }
+            }
+            if (e instanceof org.apache.rocketmq.client.exception.MQBrokerException) {
+                return Integer.toString(((org.apache.rocketmq.client.exception.MQBrokerException) e).getResponseCode());
+            }
+            if (e instanceof org.apache.rocketmq.remoting.exception.RemotingTimeoutException
+                    || e instanceof org.apache.rocketmq.remoting.exception.RemotingTooMuchRequestException) {
+                return "timeout";
+            }
+            return "remoting";
+        }
+
+        /** The attempts the hook saw for {@code id}, as the event's {@code client_attempts}, and forgotten. */
+        String attemptsOf(String id) {
+            List<String> seen = id == null ? null : attempts.remove(id);
+            if (seen == null) {
+                return null;
+            }
+            synchronized (seen) {
+                return String.join(",", seen);
             }
         }
 
@@ -259,6 +322,10 @@ final class Remoting4xProducers {
                 detail.put("code", Integer.toString(this.mode.errorCode(e)));
                 String remark = this.mode.errorMessage(e);
                 detail.put("remark", remark == null ? String.valueOf(e.getMessage()) : remark);
+                String tried = attemptsOf(MessageClientIDSetter.getUniqID(msg));
+                if (tried != null) {
+                    detail.put("client_attempts", tried);
+                }
                 emit("SEND_FAIL", with(common(topic, o, MessageClientIDSetter.getUniqID(msg)), "detail", detail));
                 throw e;
             }
@@ -276,6 +343,10 @@ final class Remoting4xProducers {
             }
             if (result.getOffsetMsgId() != null) {
                 detail.put("offset_msg_id", result.getOffsetMsgId());
+            }
+            String tried = attemptsOf(result.getMsgId());
+            if (tried != null) {
+                detail.put("client_attempts", tried);
             }
             emit("SEND_OK", with(common(topic, o, result.getMsgId()), "queue_id", queueId,
                     "queue_offset", result.getQueueOffset(), "detail", detail));
