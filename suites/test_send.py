@@ -130,6 +130,120 @@ def test_async_send_retries_transport_failures_on_another_broker(make_target):
             f"async retry went to the same broker: {attempts}")
 
 
+def _warm(producer, target, prefix: str = "w", tries: int = 8) -> None:
+    """Sends until the client has sent to both brokers: its route names them both before a fault comes (a killed
+    broker leaves the name server's routes at once; the client learns that only at its next poll)."""
+    seen: set[str] = set()
+    for i in range(tries):
+        producer.send("T", b"w", key=f"{prefix}{i}")
+        (event,) = _send_events(target, f"{prefix}{i}")
+        seen |= {b for b, _ in _attempts(event.detail["attempts"].split(","))}
+        if {"broker-a", "broker-b"} <= seen:
+            return
+    raise NotApplicable(f"{target.name}: {tries} sends reached only {sorted(seen)}")
+
+
+def _first_attempt_on(producer, target, broker: str, prefix: str, mode: str = "sync", tries: int = 8):
+    """Sends until one's first attempt went to ``broker`` (the client's queue round robin reaches it within a few):
+    that send's attempts, and the keys sent before it."""
+    for i in range(tries):
+        key = f"{prefix}{i}"
+        try:
+            producer.send("T", b"x", key=key, mode=mode)
+        except RocketMQError:
+            pass
+        (event,) = _send_events(target, key)
+        attempts = _attempts(event.detail["attempts"].split(","))
+        if attempts and attempts[0][0] == broker:
+            return event, attempts
+    raise NotApplicable(f"{tries} sends never began on {broker}: the client's route did not name it "
+                        f"({[dict(e.detail).get('attempts') for e in target.events() if e.key and e.key.startswith(prefix)]})")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-05", "CLAIM-10")
+def test_async_send_retries_a_lasting_transport_failure_on_another_broker(make_target):
+    """A broker that takes no connection for the whole test (a real broker killed; ``unreachable`` on every
+    attempt): an async send whose first attempt meets it is retried at once, on the other broker (CLAIM-10), and
+    stored there (SEND-4X-05's transport-failure retry)."""
+    target = make_target()
+    target.create_topic("T", read_queues=2, write_queues=2, brokers=2)
+    if "unreachable" not in _faults_here(target):
+        raise NotApplicable(f"{target.name}: no broker can be made unreachable here")
+    producer = target.producer()
+    _warm(producer, target)
+    target.inject_send_fault("broker-a", "unreachable", -1)
+    event, attempts = _first_attempt_on(producer, target, "broker-a", "u", mode="async")
+    # a client whose hooks see an async attempt only as dispatched (the Java client's: ``sent``) shows its failure
+    # by the retry that follows it
+    require(attempts[0][1] in ("remoting", "timeout", "sent"), "SEND-4X-05", f"the first attempt met {attempts[0]}")
+    require(len(attempts) >= 2 and attempts[1][0] != "broker-a", "CLAIM-10",
+            f"the async retry went to the same broker, or none came: {attempts}")
+    require(attempts[-1][1] == "0" and event.kind == "SEND_OK", "SEND-4X-05",
+            f"the retry on the other broker was not stored: {event.kind} {attempts}")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-06", "SEND-4X-07", "QSEL-02")
+def test_latency_fault_tolerance_keeps_sends_off_a_dead_broker(make_target):
+    """With ``sendLatencyFaultEnable``, a broker that refused a connection (a real broker killed: ``unreachable``
+    on every attempt) is isolated on the client's clock (SEND-4X-06): the failed attempt's retry (SEND-4X-07) and
+    every later send within the isolation go to the other broker."""
+    target = make_target()
+    target.require("send.latency_fault")
+    target.create_topic("T", read_queues=2, write_queues=2, brokers=2)
+    if "unreachable" not in _faults_here(target):
+        raise NotApplicable(f"{target.name}: no broker can be made unreachable here")
+    producer = target.producer(send_latency_fault_enable=True)
+    _warm(producer, target)
+    target.inject_send_fault("broker-a", "unreachable", -1)
+    event, attempts = _first_attempt_on(producer, target, "broker-a", "l")
+    failed_at = time.monotonic()
+    require(attempts[1:] and all(b == "broker-b" for b, _ in attempts[1:]), "SEND-4X-07",
+            f"the retry after broker-a's failure went back to it: {attempts}")
+    isolated_for_ms = min(qsel_rules.not_available_duration(0, v, isolation=True) for v in ("4.9.8", "5.1.4"))
+    for i in range(6):
+        producer.send("T", b"x", key=f"after{i}")
+        (later,) = _send_events(target, f"after{i}")
+        tried = _attempts(later.detail["attempts"].split(","))
+        require(all(b == "broker-b" for b, _ in tried), "SEND-4X-06",
+                f"send after{i}, {1000 * (time.monotonic() - failed_at):.0f} ms after broker-a failed: {tried}")
+    elapsed_ms = 1000 * (time.monotonic() - failed_at)
+    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
+            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
+
+
+@pytest.mark.profile("remoting-4.x")
+@pytest.mark.spec("SEND-4X-06", "SEND-4X-02")
+def test_latency_fault_tolerance_keeps_sends_off_a_stalled_broker(make_target):
+    """A broker that answers nothing for the whole test (a real broker stalled with SIGSTOP; ``timeout`` on every
+    attempt) stays in the name server's routes: a send whose attempt times out has used its budget and is not
+    retried (SEND-4X-02), and with ``sendLatencyFaultEnable`` the latency it cost isolates the broker on the
+    client's clock (SEND-4X-06), so the next sends go to the other one."""
+    target = make_target()
+    target.require("send.latency_fault")
+    target.create_topic("T", read_queues=2, write_queues=2, brokers=2)
+    if "timeout" not in _faults_here(target):
+        raise NotApplicable(f"{target.name}: no broker can be made to time out here")
+    producer = target.producer(send_latency_fault_enable=True)
+    _warm(producer, target)
+    target.inject_send_fault("broker-a", "timeout", -1)
+    event, attempts = _first_attempt_on(producer, target, "broker-a", "s")
+    stalled_at = time.monotonic()
+    require(attempts == [("broker-a", "timeout")] and event.kind in ("SEND_FAIL", "SEND_UNKNOWN"), "SEND-4X-02",
+            f"a timed-out attempt used the budget, yet: {event.kind} {attempts}")
+    isolated_for_ms = min(qsel_rules.not_available_duration(3000, v) for v in ("4.9.8", "5.1.4"))
+    for i in range(4):
+        producer.send("T", b"x", key=f"after{i}")
+        (later,) = _send_events(target, f"after{i}")
+        tried = _attempts(later.detail["attempts"].split(","))
+        require(all(b == "broker-b" for b, _ in tried), "SEND-4X-06",
+                f"send after{i}, {1000 * (time.monotonic() - stalled_at):.0f} ms after broker-a timed out: {tried}")
+    elapsed_ms = 1000 * (time.monotonic() - stalled_at)
+    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
+            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
+
+
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("SEND-4X-05", "SEND-4X-01")
 def test_async_send_does_not_retry_a_broker_error_and_oneway_sends_once(make_target):

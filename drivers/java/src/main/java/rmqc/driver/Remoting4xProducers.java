@@ -92,7 +92,9 @@ final class Remoting4xProducers {
 
         /** Each send attempt as the client made it, by the message's client id: {@code broker:outcome}, the outcome a
          * response code ({@code 0} stored, {@code 10} FLUSH_DISK_TIMEOUT, {@code 11} SLAVE_NOT_AVAILABLE, {@code 12}
-         * FLUSH_SLAVE_TIMEOUT, a broker's error code), {@code timeout} or {@code remoting} (no answer, no connection):
+         * FLUSH_SLAVE_TIMEOUT, a broker's error code), {@code timeout} or {@code remoting} (no answer, no connection),
+         * or {@code sent} (an async or one-way attempt dispatched: its own outcome reaches no hook; an async retry's
+         * failures do not either, only the send's last outcome, on the broker that gave it):
          * the attempts {@code DefaultMQProducerImpl.sendKernelImpl} reports to its send hooks before and after each
          * (issue 50: SEND-4X-01..07 judged on a real cluster, where no broker logs them). */
         private final Map<String, List<String>> attempts = new ConcurrentHashMap<>();
@@ -111,7 +113,12 @@ final class Remoting4xProducers {
                 if (id == null) {
                     return;
                 }
-                String broker = context.getMq() == null ? "?" : context.getMq().getBrokerName();
+                // an async send's retry keeps the first attempt's context (MQClientAPIImpl.onExceptionImpl@4.9.8):
+                // where it was stored is the result's queue
+                SendResult result = context.getSendResult();
+                String broker = result != null && result.getMessageQueue() != null
+                        ? result.getMessageQueue().getBrokerName()
+                        : context.getMq() == null ? "?" : context.getMq().getBrokerName();
                 attempts.computeIfAbsent(id, k -> java.util.Collections.synchronizedList(new ArrayList<>()))
                         .add(broker + ":" + attemptOutcome(context));
             }
