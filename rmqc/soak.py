@@ -349,6 +349,8 @@ class Soak:
                     self.stats.send_unknown += 1
             elif event.kind == "NEMESIS":
                 self._nemesis_events.append({"ts_ms": event.ts_ms, **dict(event.detail)})
+                if event.detail.get("phase") == "end":
+                    self._fault_windows(event)
             if event.kind == "TX_HALF" and event.msg_id:
                 self._open_halves.add(event.msg_id)
             elif event.kind == "TX_END" and event.msg_id:
@@ -360,6 +362,21 @@ class Soak:
                     self.stats.finished[event.group] = len(done)
             self.stats.events += 1
         self.log.append(event)
+
+    def _fault_windows(self, end: Event) -> None:
+        """A fault on a broker, its proxy or the name server is a crash window for every group (issue 50): from its
+        start to its end and then as long as after a consumer's crash, since what a killed or stalled broker held
+        (popped, in flight) comes again only once its handles are taken for gone and revived (RETRY-5X-09,
+        RETRY-5X-11). Redeliveries and their lateness there are counted apart, as the checks do for crashes."""
+        start = next((e["ts_ms"] for e in reversed(self._nemesis_events)
+                      if e.get("number") == end.detail.get("number") and e.get("phase") == "start"), end.ts_ms)
+        for plan in self.workload.groups:
+            self.crash_windows.append({
+                "group": plan.group, "kind": f"nemesis-{end.detail.get('fault')}", "from_ms": int(start),
+                "to_ms": end.ts_ms + crash_window_ms(self.time_scale, 0.0),
+                "why": f"{end.detail.get('fault')} of {end.detail.get('process')} (nemesis fault "
+                       f"{end.detail.get('number')}): what the process held comes again once it is taken for gone "
+                       f"and revived (RETRY-5X-09, RETRY-5X-11)"})
 
     def collect(self) -> None:
         with self._collecting:
