@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help=f"wall seconds one test may take on a wall-clock target; longer scenarios are not "
                              f"applicable (default {DEFAULT_BUDGET_S:g}; sets {BUDGET_ENV})")
+    parser.add_argument("--cluster", default=None, metavar="SHAPE",
+                        help="with --target release:V: start the release as a cluster of several brokers (2m, "
+                             "1m1s,sync, 2m,sync-flush); the send suites then cause their faults with nemeses on its "
+                             "brokers (docs/faults.md)")
     parser.add_argument("--pytest-arg", action="append", default=[], help="extra argument passed to pytest")
     parser.add_argument("--spark-check", action="store_true",
                         help="Spark-check this run's event log (the checks that hold under any consumer settings)")
@@ -45,6 +49,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("reports") / "out" / run_id)
     try:  # an unknown or unreachable target is one line before any test runs; the plugin reuses this probe
         target = parse_target(args.target)
+        if args.cluster:
+            if target.kind is not RELEASE:
+                raise TargetError(f"--cluster starts a release the suite runs (--target release:V), not {args.target}")
+            from adapters.release import CLUSTER_ENV, topology
+
+            os.environ[CLUSTER_ENV] = args.cluster
+            topology()  # a malformed shape is one line here
         namesrv_option(target, args.namesrv)
         if target.kind is RELEASE:  # the release's configuration, store and logs go into the run folder
             from adapters.release import HOME_ENV
