@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -101,6 +102,12 @@ def log_tail(paths: list[Path], lines: int = LOG_TAIL_LINES) -> str:
         text = path.read_text(errors="replace").rstrip().splitlines()[-lines:]
         return f"last lines of {path}:\n  " + "\n  ".join(text)
     return "(no log was written)"
+
+
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqc-release-launcher")
+"""The one thread every component is started from. ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the
+child ends, not its process: a broker a nemesis restarted from its fault's timer thread got SIGTERM (exit 143) the
+moment that thread ended. This thread lives as long as the process."""
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -188,9 +195,12 @@ class ReleaseCluster:
         command = ["java", *heap.split(), *JAVA_OPENS, f"-Duser.home={self.home}", "-Djava.net.preferIPv4Stack=true",
                    "-cp", self.jars.classpath, main, *args]
         with out.open("wb") as sink:
-            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=env, cwd=self.home,
-                                       preexec_fn=os.setsid if self.detached else _die_with_parent)
+            def launch() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env, cwd=self.home,
+                                        preexec_fn=os.setsid if self.detached else _die_with_parent)
+
+            process = launch() if self.detached else _LAUNCHER.submit(launch).result()
         logs_dir = self.home / "logs"
         c = Component(component, process, out, launch=(main, args, heap), logs=[logs_dir / f"{component}.log",
                                                 logs_dir / "rocketmqlogs" / f"{'proxy' if component == 'proxy' else component}.log",
