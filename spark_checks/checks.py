@@ -98,6 +98,12 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
     run that wrote the log states (``rmqc soak`` writes ``_soak.json`` beside the parts, read by default):
     release, time scale, each group's retry ladder and maximum deliveries, crash windows.
 
+    Every check's counts hold ``indeterminate`` (issue 50, item 4): the log's sends that ended SEND_UNKNOWN, whose
+    outcome their client could not know (a broker killed or stalled, a connection reset). No check takes one for
+    an acknowledged send: ``no_loss`` owes only SEND_OKs, and a client's retries under one id (a SEND_UNKNOWN or
+    a send of more than one attempt) may have stored a message twice, which ``duplicates``, ``nothing_after_dlq``,
+    ``retry_intervals`` and ``delay_accuracy`` allow for (``tables.client_retried``).
+
     Issue 55 (``damage``): damaged parts are set aside and listed (``damaged_parts``; the checks that need
     every row inconclusive, the run not passed), a check that raises is inconclusive naming the exception,
     and counterexamples that cannot be named stay unnamed (``naming_error``). A log that cannot be checked
@@ -119,6 +125,7 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
         ctx = {"spark": spark, "profile": profile, "tolerance": tolerance or Tolerance(),
                "allow_duplicates": allow_duplicates, "tables": {}, "lock": threading.Lock(),
                "stated": loaded.stated, "acks": loaded.acks, "on_disk": loaded.cached_on_disk,
+               "outcomes": loaded.outcomes,
                **_manifest_context(spark, stated)}
         try:
             if profile not in BROKER_PROFILES:
@@ -133,6 +140,9 @@ def run_checks(spark, path: str, out: Path | None = None, profile: str | None = 
                     result = fn(loaded.events, ctx)
                 except Exception as exc:  # inconclusive, naming the exception; the others run (issue 55)
                     result = failed_check(name, exc)
+                # every check says how many sends it saw end indeterminate (issue 50, item 4): owed to no one,
+                # their deliveries judged as the log allows (INDETERMINATE)
+                result.counts.setdefault("indeterminate", loaded.outcomes["indeterminate"])
                 verdict = result.verdict.upper()
                 if damaged and name in NEEDS_EVERY_ROW and "error" not in result.detail:
                     verdict = f"INCONCLUSIVE ({verdict} over the rows read)"

@@ -1,13 +1,16 @@
 """The delivery checks: every message reaches every group it is owed to (``no_loss``, RETRY-CONC-03,
-RETRY-5X-06; owed once visible, its delay DELAY-01, DELAY-08), no delivery a message did not need
-(``duplicates``, RETRY-CONC-03, OFFSET-04, RETRY-CONC-05; messages stored twice counted apart, TX-05), one
+RETRY-5X-06; owed once visible, its delay DELAY-01, DELAY-08; only an acknowledged send is owed), no delivery a
+message did not need (``duplicates``, RETRY-CONC-03, OFFSET-04, RETRY-CONC-05; messages stored twice counted
+apart, TX-05, and the copies a client's retries made told from the broker's, issue 50, item 4), one
 APPLY per key and group (``exactly_once``, CLAIM-05), and send order and FIFO blocking per message group
-(``order``, FIFO-01, FIFO-04, FIFO-05, RETRY-5X-08)."""
+(``order``, FIFO-01, FIFO-04, FIFO-05, RETRY-5X-08; a message a client's retries may have stored twice left out
+of its line)."""
 from __future__ import annotations
 
 from .loading import KIND_CODE, _is
 from .profiles import timing
-from .tables import _apart, _delay_ms, _in_crash_window, _members_changed, lives, redeliveries, sends, stored_twice
+from .tables import (_apart, _copies_apart, _delay_ms, _in_crash_window, _members_changed, client_retried, lives,
+                     redeliveries, send_outcomes, sends, stored_twice)
 from .verdicts import MSG_AND_GROUP, CheckResult, _at, _observed_count, _verdict, _violations
 
 
@@ -17,7 +20,14 @@ def check_no_loss(e, ctx) -> CheckResult:
     message of the topic, was up from the send through the run's settle and the message was visible by then
     (its delay, DELAY-01, DELAY-08); a consumer that left, a simple consumer that stopped receiving, a group
     that came after the send are owed nothing. Where it does not, every group that received from the topic
-    is taken as subscribed throughout."""
+    is taken as subscribed throughout.
+
+    Only an acknowledged send is owed (issue 50, item 4): a send whose outcome its client could not know
+    (SEND_UNKNOWN) may or may not have been stored, so it is owed to no one, delivered or not; nor is a refused one
+    (SEND_FAIL). Counted: ``indeterminate_delivered``, the messages only indeterminate sends sent that some group
+    received (stored after all); ``refused``, the log's SEND_FAIL rows; ``refused_delivered``, the messages only
+    refused sends sent that some group received (a refusal is definite: the broker should not have stored them;
+    counted, not judged, as a client that reports a timeout as a failure logs them too)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -43,7 +53,24 @@ def check_no_loss(e, ctx) -> CheckResult:
     n, ex = _violations(missing, ["m", "m2", "g", "t"], {"m": "msg", "g": "g", "t": "t"},
                         {"m": "sent", "t": "sent", "g": "group_at"}, ["run_id", "msg_id", "topic", "group"])
     return CheckResult("no_loss", _verdict(n), ["RETRY-CONC-03", "RETRY-5X-06"],
-                       {"owed": _observed_count(judged, lambda: expected.agg(pairs)), "lost": n}, ex)
+                       {"owed": _observed_count(judged, lambda: expected.agg(pairs)), "lost": n,
+                        **_unacknowledged_delivered(e, ctx, delivered),
+                        "refused": ctx.get("outcomes", {}).get("refused", 0)}, ex)
+
+
+def _unacknowledged_delivered(e, ctx, delivered) -> dict[str, int]:
+    """The messages sent without a SEND_OK that some group received: sent only by indeterminate sends
+    (``indeterminate_delivered``), only by refused ones (``refused_delivered``)."""
+    from pyspark.sql import functions as F
+
+    outcomes = send_outcomes(e, ctx)
+    if outcomes is None:
+        return {"indeterminate_delivered": 0, "refused_delivered": 0}
+    row = (outcomes.filter(F.col("oks") == 0).join(delivered.select("m", "m2"), ["m", "m2"], "left_semi")
+           .agg(F.count(F.when(F.col("unknowns") > 0, 1)).alias("indeterminate_delivered"),
+                F.count(F.when((F.col("unknowns") == 0) & (F.col("refusals") > 0), 1)).alias("refused_delivered"))
+           .first())
+    return {"indeterminate_delivered": int(row[0] or 0), "refused_delivered": int(row[1] or 0)}
 
 
 def check_duplicates(e, ctx) -> CheckResult:
@@ -52,7 +79,19 @@ def check_duplicates(e, ctx) -> CheckResult:
     after a consumer that died or left before answering, and after a success when the group's members changed
     since the message's first delivery (a queue handed over from its last committed offset, OFFSET-04); a broadcasting group's clients
     each get their own copy (RETRY-CONC-05). Those inside a crash window the soak manifest states are counted
-    apart and allowed, and so are those of a message stored twice (``stored_twice``, TX-05)."""
+    apart and allowed, and so are those of a message stored twice (``stored_twice``, TX-05).
+
+    Copies a client's retries made are not the broker's (issue 50, item 4). A client that retries a send whose
+    attempt timed out sends the same message id again; when the broker had stored the attempt it is stored twice,
+    and each copy is delivered, each from attempt 1. A delivery of a message whose send was indeterminate is no
+    duplicate by itself: only a redelivery after a success is judged, as for any message. The log shows a client's
+    retries by a SEND_UNKNOWN or by a send of more than one attempt under the message's id (``client_retried``:
+    at most one stored copy an attempt). A correct broker takes each stored copy once, so of a (message, group)'s
+    redeliveries after a success the first ``copies - 1`` in time are ``client_retry_copies`` (allowed); the
+    others, like every redelivery after a success of a message with no sign of a retry (the same id delivered at
+    attempt 1 again included), are ``broker_copies``: copies no client retry, second store, change of the group's
+    members explains, those inside a crash window among them. ``duplicate_deliveries`` (the verdict's count) are
+    the broker copies outside crash windows."""
     from pyspark.sql import functions as F
 
     judged = redeliveries(e, ctx)
@@ -65,6 +104,7 @@ def check_duplicates(e, ctx) -> CheckResult:
     # original whose offset a crashed consumer never committed, beside its retry copy)
     extra, _ = _members_changed(extra, ctx, "first_ts", "ts_ms")
     extra, twice = _apart(extra, stored_twice(e, ctx))
+    extra, retry_copies = _copies_apart(extra, client_retried(e, ctx), broadcasting)
     crash = extra.filter(_in_crash_window(ctx, F.col("ts_ms"))).count() if ctx["crash_windows"] else 0
     counted = extra.filter(~_in_crash_window(ctx, F.col("ts_ms")))
     n, ex = _violations(counted, ["m", "m2", "g", "attempt", "n"], MSG_AND_GROUP, _at("at", MSG_AND_GROUP),
@@ -74,7 +114,8 @@ def check_duplicates(e, ctx) -> CheckResult:
     verdict = "pass" if n <= ctx["allow_duplicates"] else "fail"
     return CheckResult("duplicates", verdict, ["RETRY-CONC-03", "OFFSET-04", "RETRY-CONC-05"],
                        {"redeliveries": judged.count(), "duplicate_deliveries": n, "allowed": ctx["allow_duplicates"],
-                        "crash_window_duplicates": crash, "stored_twice_duplicates": twice}, ex)
+                        "crash_window_duplicates": crash, "stored_twice_duplicates": twice,
+                        "client_retry_copies": retry_copies, "broker_copies": n + crash}, ex)
 
 
 def check_exactly_once(e, ctx) -> CheckResult:
@@ -98,12 +139,19 @@ def check_order(e, ctx) -> CheckResult:
     before the previous one has finished (FIFO blocking), by more than the noise band's absolute part: the
     end of the one before is logged by the client after its call returns (a 5.x FIFO consumer's own
     dead-letter forward), which the server may answer after it handed the next out (a soak logged one 1 ms
-    before its predecessor's DLQ)."""
+    before its predecessor's DLQ).
+
+    A line holds the messages with a SEND_OK (an indeterminate send's place in it is not known), less those its
+    client's retries may have stored twice (``client_retried``, issue 50, item 4; ``client_retry_messages``, one a
+    (message, group)): an async send's retry may store its message behind one sent after it, and which copy's end
+    blocks the next is not in the log. The message before and the one after are then judged as a pair (the
+    broker serves a message group in the order it stored it)."""
     from pyspark.sql import Observation, Window
     from pyspark.sql import functions as F
 
     per_msg = (e.filter(_is("DELIVER", "DLQ") & F.col("mg").isNotNull()).groupBy("m", "m2", "g", "mg")
                .agg(F.min(F.when(_is("DELIVER"), F.col("ts_ms"))).alias("first"), F.max("ts_ms").alias("done")))
+    per_msg, retried = _apart(per_msg, client_retried(e, ctx))
     w = Window.partitionBy("g", "mg").orderBy("seq")
     pairs = (per_msg.join(sends(e).select("m", "m2", "seq"), ["m", "m2"])
              .withColumn("prev_first", F.lag("first").over(w)).withColumn("prev_done", F.lag("done").over(w))
@@ -117,4 +165,5 @@ def check_order(e, ctx) -> CheckResult:
                         {"g": "first", "mg": "first", "m": "first", "prev": "prev_first"},
                         ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"])
     return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"],
-                       {"pairs": _observed_count(seen, lambda: pairs.agg(judged)), "violations": n}, ex)
+                       {"pairs": _observed_count(seen, lambda: pairs.agg(judged)), "violations": n,
+                        "client_retry_messages": retried}, ex)

@@ -2,13 +2,14 @@
 group after its DLQ event (``nothing_after_dlq``, RETRY-CONC-04, RETRY-5X-07; copies in flight after a change
 of the group's members counted apart, OFFSET-04), and a message goes to the DLQ exactly after the maximum
 deliveries, all failed, and only then (``dlq_at_max``, RETRY-CONC-04, RETRY-CONC-06, RETRY-5X-07; the
-attempt counted by one client, RETRY-5X-08)."""
+attempt counted by one client, RETRY-5X-08). A message its client's retries stored twice has a life for each copy
+(issue 50, item 4): a delivery after one copy's DLQ is judged only once every copy may be dead."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from .profiles import timing
-from .tables import _case, _members_changed, _per_group, lives
+from .tables import _case, _members_changed, _per_group, client_retried, lives
 from .verdicts import MSG_AND_GROUP, CheckResult, _at, _observed_count, _verdict, _violations
 
 
@@ -29,18 +30,35 @@ def _observing_dead_letters(e, ctx) -> tuple[Any, Callable[[], int]]:
     return lives(e, ctx).observe(seen, dead), lambda: _observed_count(seen, lambda: lives(e, ctx).agg(dead))
 
 
+def _other_copies_live(after, retried):
+    """``after`` (a (message, group) delivered after its first DLQ) split into (those judged, the count of those
+    a client's retries explain): a message its client may have stored ``copies`` times (``client_retried``) has a
+    copy still live until as many DLQs were logged; only a delivery after the last of them, once there are
+    ``copies``, is judged."""
+    from pyspark.sql import functions as F
+
+    if retried is None:
+        return after, 0
+    rows = after.join(F.broadcast(retried), ["m", "m2"], "left")
+    all_dead = (F.col("dlqs") >= F.col("copies")) & (F.col("last_delivery") > F.col("last_dlq_ts"))
+    excused = F.col("copies").isNotNull() & ~all_dead
+    return rows.filter(~excused).drop("copies"), rows.filter(excused).count()
+
+
 def check_nothing_after_dlq(e, ctx) -> CheckResult:
     """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07), unless the group's
-    members changed since the message's first delivery (counted apart: copies of it were in flight)."""
+    members changed since the message's first delivery (counted apart: copies of it were in flight). A message
+    its client's retries may have stored more than once (issue 50, item 4) has a life for each copy: a delivery
+    after one copy's DLQ is another copy's until every copy has one (``client_retry_copies``, counted apart)."""
     observed, dead_letters = _observing_dead_letters(e, ctx)
-    after = observed.filter(_delivered_after_dlq())
+    after, retry_copies = _other_copies_live(observed.filter(_delivered_after_dlq()), client_retried(e, ctx))
     # a change of the group's members since the first delivery leaves copies of a message in flight (a 4.x
     # retry copy a crashed consumer sent back, beside its original, OFFSET-04): one may come after another's DLQ
     bad, changed = _members_changed(after, ctx, "first_delivery", "last_delivery")
     n, ex = _violations(bad, ["m", "m2", "g", "dlq_ts", "last_delivery"], MSG_AND_GROUP,
                         _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
     return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"],
-                       {"dead_letters": dead_letters(), "violations": n,
+                       {"dead_letters": dead_letters(), "violations": n, "client_retry_copies": retry_copies,
                         **({"after_members_changed": changed.count()} if ctx["stated"].groups else {})}, ex)
 
 

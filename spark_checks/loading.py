@@ -11,6 +11,9 @@ How the log is read, once for every check:
   murmur3 hash, so two identities are taken for one only if both hashes collide (about 2^-96 a pair);
   the group (``run_id`` + ``group``), the topic and the message group a 64-bit xxhash each. Rows that
   break the schema's invariants are counted in the same scan (``observe``).
+- The sends that did not end in a SEND_OK are cached too when they name their message (``OUTCOME_KINDS``:
+  indeterminate, refused, invoked with client retries), and the input's SEND_UNKNOWN and SEND_FAIL rows are
+  counted in the same scan (``Loaded.outcomes``): every check reports the indeterminate ones (issue 50, item 4).
 - The checkable rows are hash-partitioned by message, sorted by (message, group, attempt, time) and
   cached. Every later aggregate, window and join keyed by message reads them in that order: no other
   shuffle of the events and no other sort of them (the plan streams them, ``replaceHashWithSortAgg``).
@@ -70,7 +73,15 @@ KIND_CODE = {kind: i + 1 for i, kind in enumerate(EVENT_KINDS)}
 """Kinds are cached as numbers (0: not a kind of the schema)."""
 CHECKED_KINDS = ("SEND_OK", "DELIVER", "CONSUME_OK", "CONSUME_FAIL", "ACK", "RETRY_SCHEDULED", "DLQ", "APPLY")
 """The kinds the checks read from the cache; the others are counted and validated but not cached (the
-consumer and settle rows are read apart, ``consumers.read_stated``)."""
+consumer and settle rows are read apart, ``consumers.read_stated``), but for the sends of OUTCOME_KINDS."""
+OUTCOME_KINDS = ("SEND_UNKNOWN", "SEND_FAIL", "SEND_INVOKE")
+"""Sends whose outcome is not a SEND_OK, cached when they name their message (issue 50, item 4): a send whose
+outcome its client could not know (SEND_UNKNOWN: the broker may have stored it, once for each attempt its client
+made), a refused one (SEND_FAIL), and a send invoked with more than one attempt under one id (SEND_INVOKE whose
+``attempt`` passes 1: its client's retries). They are few; a SEND_INVOKE of one attempt (every send's) is not
+cached. ``tables.send_outcomes`` reads them."""
+INDETERMINATE = ("indeterminate", "refused")
+"""The input's counts of SEND_UNKNOWN and SEND_FAIL rows (named or not), observed in the load's one scan."""
 
 
 def _is(*kinds: str):
@@ -120,6 +131,9 @@ class Loaded:
     only after its ack."""
     cached_on_disk: bool = False
     """Whether the events are cached on disk only (``cache_on_disk``)."""
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(INDETERMINATE, 0))
+    """The input's SEND_UNKNOWN (``indeterminate``) and SEND_FAIL (``refused``) rows, named or not: every check
+    reports the first (issue 50, item 4)."""
 
 
 def _read(spark, path: str, files: list[str] | None = None):
@@ -222,7 +236,9 @@ def load(spark, path: str, quarantine_dir: Path | None, files: list[str] | None 
     problem = _problem(kind_code, F.col("ts_ms"), F.col("msg_id"), F.col("attempt"))
     # a profile as its place in PROFILES_BY_NAME (0: another name; null: none): the counts observe numbers only
     profile_code = F.array_position(F.array(*[F.lit(p) for p in PROFILES_BY_NAME]), F.col("profile"))
-    keep = (F.col("_problem") == 0) & _is(*CHECKED_KINDS)
+    named = F.col("msg_id").isNotNull()
+    keep = (F.col("_problem") == 0) & (_is(*CHECKED_KINDS) | (_is("SEND_UNKNOWN", "SEND_FAIL") & named) |
+                                       (_is("SEND_INVOKE") & named & (F.col("attempt") > 1)))
     ids = _identity_hashes(F.col("k") == KIND_CODE["APPLY"])
     # the topic is read from sends and deliveries, the message group from deliveries and DLQs
     ids["t"], ids["mg"] = F.when(_is("SEND_OK", "DELIVER"), ids["t"]), F.when(_is("DELIVER", "DLQ"), ids["mg"])
@@ -238,6 +254,8 @@ def load(spark, path: str, quarantine_dir: Path | None, files: list[str] | None 
     metrics = [F.count(F.lit(1)).alias("rows"), F.min("_profile").alias("profile"),
                F.count(F.when((F.col("_problem") == 0) & F.col("k").isin(*[KIND_CODE[k] for k in STATED_KINDS]), 1))
                .alias("stated"), F.count(F.when(F.col("k") == KIND_CODE["ACK"], 1)).alias("acks")] + [
+        F.count(F.when((F.col("_problem") == 0) & (F.col("k") == KIND_CODE[kind]), 1)).alias(name)
+        for name, kind in zip(INDETERMINATE, ("SEND_UNKNOWN", "SEND_FAIL"))] + [
         F.count(F.when(F.col("_problem") == i + 1, 1)).alias(f"p{i}") for i in range(len(PROBLEMS))]
     partitions = max(8, 4 * raw.rdd.getNumPartitions())  # a sorted partition of about 1-2 M rows
     events = (raw.withColumn("k", kind_code).withColumn("_problem", problem)
@@ -262,7 +280,7 @@ def load(spark, path: str, quarantine_dir: Path | None, files: list[str] | None 
             raise CheckInputError(f"{path}: all {total} rows break the schema's invariants (see the quarantine)")
         return Loaded(events, raw, {"rows": total, "quarantined": bad, "quarantine_reasons": reasons},
                       _profile_named(raw, seen["profile"]), read_stated(raw, seen["stated"] > 0), seen["acks"] > 0,
-                      on_disk)
+                      on_disk, {name: int(seen[name]) for name in INDETERMINATE})
     except BaseException:
         events.unpersist()
         raise

@@ -1,9 +1,11 @@
 """The tables and columns more than one family of checks reads, built from the cache once per run: each
 table is cached by the first check that asks (``_cached``, the checks run concurrently). The sends and their
-delay (DELAY-01, DELAY-02, DELAY-08), the messages stored twice (TX-05), one row per (message, group)
-(``lives``), every redelivery beside the delivery before it in time (``redeliveries``, RETRY-5X-08), the rows
-of a group whose members changed (``consumers.Stated.changes``), and the columns read from a profile's tables
-and the soak manifest (``_looked_up``, ``_case``, ``_per_group``, ``_in_crash_window``)."""
+delay (DELAY-01, DELAY-02, DELAY-08), the sends that did not end in one SEND_OK (``send_outcomes``, issue 50,
+item 4) and from them the messages stored twice (TX-05) and those a client's retries may have stored twice
+(``client_retried``), one row per (message, group) (``lives``), every redelivery beside the delivery before it
+in time (``redeliveries``, RETRY-5X-08), the rows of a group whose members changed (``consumers.Stated.changes``),
+and the columns read from a profile's tables and the soak manifest (``_looked_up``, ``_case``, ``_per_group``,
+``_in_crash_window``)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -23,6 +25,15 @@ def _cached(ctx, name: str, build: Callable[[], Any]):
         return ctx["tables"][name]
 
 
+def _unless_empty(ctx, name: str, table):
+    """``table`` (the cached table ``name``), or None when it has no row: asked once a run, so the checks that
+    read it skip their joins in the usual case (every message sent once, acknowledged) at no cost of theirs."""
+    known = ctx.setdefault("empty", {})
+    if name not in known:
+        known[name] = table.isEmpty()
+    return None if known[name] else table
+
+
 def sends(e):
     """SEND_OK rows (in message order, as cached): what the checks compare deliveries with. A 5.x timed
     message's SEND_OK carries the wait to its delivery time in ``expected_delay_ms`` (DELAY-08)."""
@@ -39,30 +50,95 @@ def _delay_ms(t):
                       F.when(F.col("expected_delay_ms") > 0, F.col("expected_delay_ms")))
 
 
+def send_outcomes(e, ctx):
+    """One row per message whose sends the log does not show as one plain SEND_OK (issue 50, item 4), cached:
+    ``oks`` its SEND_OK rows (a committed transaction's TX_END among them, TX-02), ``unknowns`` its SEND_UNKNOWN
+    rows (sends whose outcome the client could not know: the broker may or may not have stored them),
+    ``refusals`` its SEND_FAIL rows, and ``copies``, the most copies of it the broker can hold: one for each
+    attempt of a SEND_OK or SEND_UNKNOWN (``attempt``, the client's attempts under the one id; one when not
+    logged), or as many as a SEND_INVOKE's attempts, whichever is more. A SEND_FAIL stores nothing. Only the
+    messages with more than one SEND_OK, any other outcome, or more than one possible copy have a row; None when
+    none has (``_unless_empty``)."""
+    from pyspark.sql import functions as F
+
+    ok, unknown = _is("SEND_OK"), _is("SEND_UNKNOWN")
+    stores = F.sum(F.when(ok | unknown, F.coalesce(F.col("attempt"), F.lit(1))))
+    return _unless_empty(ctx, "send_outcomes", _cached(ctx, "send_outcomes", lambda: (
+        e.filter(_is("SEND_OK", "SEND_UNKNOWN", "SEND_FAIL", "SEND_INVOKE")).groupBy("m", "m2").agg(
+            F.count(F.when(ok, 1)).alias("oks"), F.count(F.when(unknown, 1)).alias("unknowns"),
+            F.count(F.when(_is("SEND_FAIL"), 1)).alias("refusals"),
+            F.greatest(stores, F.max(F.when(_is("SEND_INVOKE"), F.col("attempt")))).alias("copies"))
+        .filter((F.col("oks") > 1) | (F.col("unknowns") > 0) | (F.col("refusals") > 0) |
+                (F.coalesce(F.col("copies"), F.lit(0)) > 1)))))
+
+
 def stored_twice(e, ctx):
     """The messages sent more than once under one id: from 5.1.0 a transaction its producer committed can be
     committed again by a check that ran before the commit's op message was written (TX-05), and each commit
     stores the message anew, so its deliveries are two lives under one id. The duplicates and retry-interval
-    checks count them apart: the log cannot tell which copy a delivery was."""
+    checks count them apart: the log cannot tell which copy a delivery was. (Two SEND_OK rows: ``send_outcomes``.)
+    None when there is none."""
     from pyspark.sql import functions as F
 
-    return _cached(ctx, "stored_twice", lambda: (
-        sends(e).groupBy("m", "m2").agg(F.count(F.lit(1)).alias("stores")).filter(F.col("stores") > 1)
-        .select("m", "m2")))
+    outcomes = send_outcomes(e, ctx)  # outside: _cached's lock is not reentrant
+    if outcomes is None:
+        return None
+    return _unless_empty(ctx, "stored_twice", _cached(ctx, "stored_twice", lambda: outcomes.filter(
+        F.col("oks") > 1).select("m", "m2")))
+
+
+def client_retried(e, ctx):
+    """The messages a client's retries may have stored more than once under one id, with ``copies``, the most
+    copies there can be (``send_outcomes``; those sent twice are ``stored_twice``'s). A client that retries a send
+    whose first attempt timed out (a stalled or killed broker, a reset connection) sends the same message id
+    again: the Python 5.x SDK does, so does a 4.x producer on another broker (SEND-4X-02). When the broker had
+    stored the first attempt, there are two stored copies under one id, each delivered from attempt 1: copies
+    its client made, not the broker. The log shows it by a SEND_UNKNOWN, or by more than one attempt of a send
+    (the ``attempt`` of its SEND_OK, SEND_UNKNOWN or SEND_INVOKE); one copy of each attempt at most. None when
+    there is none."""
+    from pyspark.sql import functions as F
+
+    outcomes = send_outcomes(e, ctx)
+    if outcomes is None:
+        return None
+    return _unless_empty(ctx, "client_retried", _cached(ctx, "client_retried", lambda: outcomes.filter(
+        (F.col("oks") <= 1) & (F.col("copies") > 1)).select("m", "m2", "copies")))
+
+
+def _copies_apart(rows, retried, broadcasting: set[int] | frozenset[int] = frozenset()):
+    """``rows`` (redeliveries after a success) split into (those no client's retry explains, the count of those
+    it does): of a message its client may have stored ``copies`` times (``client_retried``), the first
+    ``copies - 1`` of each (message, group) in time are the other copies' (of each client of a broadcasting
+    group: each client has its own copy of each). A correct broker hands each stored copy out until it is taken
+    once, so a success followed by another delivery needs another copy: more than ``copies - 1`` of them is a
+    copy the broker made, which still counts."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if retried is None:  # the usual case: no indeterminate send, no client retry logged
+        return rows, 0
+    client = F.when(F.col("g").isin(*broadcasting), F.col("c")) if broadcasting else F.lit(None)
+    place = F.row_number().over(Window.partitionBy("m", "m2", "g", client).orderBy("ts_ms", "attempt"))
+    ranked = rows.join(F.broadcast(retried), ["m", "m2"], "left").withColumn(
+        "_copy", F.coalesce(F.when(F.col("copies").isNotNull(), place) < F.col("copies"), F.lit(False)))
+    return ranked.filter(~F.col("_copy")).drop("copies", "_copy"), ranked.filter(F.col("_copy")).count()
 
 
 def _apart(rows, twice):
-    """``rows`` split into (those of a message stored once, the count of those of a message stored twice)."""
+    """``rows`` split into (those of a message stored once, the count of those of a message stored twice, or
+    more than once maybe: ``twice`` is ``stored_twice`` or ``client_retried``)."""
     from pyspark.sql import functions as F
 
-    if twice.isEmpty():  # the usual case (no transaction, or a release before 5.1.0): no join at all
+    if twice is None:  # the usual case (no transaction, or a release before 5.1.0; no client retry): no join at all
         return rows, 0
+    twice = twice.select("m", "m2")
     return rows.join(F.broadcast(twice), ["m", "m2"], "left_anti"), \
         rows.join(F.broadcast(twice), ["m", "m2"], "left_semi").count()
 
 
 def lives(e, ctx):
-    """One row per (message, group): deliveries, successes, DLQ time, first (attempt 1) and last delivery,
+    """One row per (message, group): deliveries, successes, DLQ time (the first, the last, how many), first
+    (attempt 1) and last delivery,
     the topic it was delivered from. A streaming aggregate over the sorted cache; cached for four checks."""
     from pyspark.sql import functions as F
 
@@ -70,6 +146,8 @@ def lives(e, ctx):
     return _cached(ctx, "lives", lambda: e.filter(_is("DELIVER", "CONSUME_OK", "DLQ")).groupBy("m", "m2", "g").agg(
         F.count(F.when(deliver, 1)).alias("deliveries"), F.count(F.when(_is("CONSUME_OK"), 1)).alias("successes"),
         F.min(F.when(dlq, F.col("ts_ms"))).alias("dlq_ts"),
+        # every DLQ, and the last: a message its client stored twice has a life for each copy (``client_retried``)
+        F.count(F.when(dlq, 1)).alias("dlqs"), F.max(F.when(dlq, F.col("ts_ms"))).alias("last_dlq_ts"),
         F.min(F.when(deliver, F.col("ts_ms"))).alias("first_delivery"),
         F.max(F.when(deliver, F.col("ts_ms"))).alias("last_delivery"),
         F.max(F.when(deliver, F.col("attempt"))).alias("last_attempt"),

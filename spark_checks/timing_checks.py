@@ -2,7 +2,8 @@
 it: the wait before each redelivery after a failure (``retry_intervals``, RETRY-CONC-07, RETRY-5X-06,
 RETRY-5X-08, RETRY-5X-11; crash windows and messages stored twice, TX-05, counted apart), with its
 per-attempt percentiles, KS distance and histogram, and a delayed message not delivered before its time
-(``delay_accuracy``, DELAY-01, DELAY-05, DELAY-06, DELAY-08)."""
+(``delay_accuracy``, DELAY-01, DELAY-05, DELAY-06, DELAY-08; a message a client's retries may have stored twice
+counted apart in both, issue 50, item 4)."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -11,8 +12,8 @@ from history.profiles import GRPC_5X
 
 from .loading import KIND_CODE
 from .profiles import timing
-from .tables import (_apart, _case, _delay_ms, _in_crash_window, _looked_up, _members_changed, _per_group, lives,
-                     redeliveries, sends, stored_twice)
+from .tables import (_apart, _case, _delay_ms, _in_crash_window, _looked_up, _members_changed, _per_group,
+                     client_retried, lives, redeliveries, sends, stored_twice)
 from .timing_model import WaitModel, wait_model
 from .verdicts import MSG_AND_GROUP, CheckResult, Examples, _at, _first, _observed_count, _verdict, _violations
 
@@ -45,7 +46,9 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     inside its window a pass, outside by no more than the noise band inconclusive, farther a fail. Per
     attempt: count, p50 / p90 / p99, the KS distance to the model (uniform over the window, on a 1 % grid)
     and a histogram for the plot. Redeliveries inside a stated crash window are counted apart, and so are those
-    of a message stored twice (``stored_twice``, TX-05: which copy's wait a delivery ends is not in the log)."""
+    of a message stored twice (``stored_twice``, TX-05: which copy's wait a delivery ends is not in the log) and
+    of a message its client's retries may have stored twice (``client_retried``, issue 50, item 4: the same,
+    ``client_retry_redeliveries``)."""
     from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
@@ -69,6 +72,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
          .withColumn("interval", F.col("ts_ms") - F.col("prev_ts"))
          .withColumn("crash", _in_crash_window(ctx, F.col("ts_ms"))))
     d, twice = _apart(d, stored_twice(e, ctx))
+    d, retried = _apart(d, client_retried(e, ctx))
     judged = d.filter(~F.col("crash"))
     iv, low, high, band, judge_late = F.col("interval"), F.col("low"), F.col("high"), F.col("band"), F.col("judge_late")
     fails = (iv < low - band) | ((iv > high + band) & judge_late)
@@ -111,7 +115,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                        ["RETRY-CONC-07", "RETRY-5X-06", "RETRY-5X-08", "RETRY-5X-11"],
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
                         "noise_band": n_noisy, "crash_window_redeliveries": crash,
-                        "stored_twice_redeliveries": twice,
+                        "stored_twice_redeliveries": twice, "client_retry_redeliveries": retried,
                         "late_after_handover": sum(p["late_unjudged"] for p in per_attempt)}, examples,
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"],
                         "release": ctx["release"], "time_scale": ctx["time_scale"],
@@ -153,7 +157,12 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     counted (``late``) but not judged: the broker promises that the message is not visible before its time,
     and a log cannot tell a late broker from a consumer busy with other messages (a generated program on
     the reference delivered a level-3 message 26 s after its send, its group retrying others meanwhile).
-    The suites judge lateness on the target itself (the delay property, DELAY-01)."""
+    The suites judge lateness on the target itself (the delay property, DELAY-01).
+
+    A message its client's retries may have stored twice (``client_retried``, issue 50, item 4) is counted apart
+    (``client_retry_deliveries``): its first copy was stored by an attempt before the one its SEND_OK answers,
+    so its time runs from before the send the log shows. An indeterminate send (SEND_UNKNOWN) is not judged: when
+    it was stored is not known."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -168,8 +177,8 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
     first = (lives(e, ctx).filter(F.col("first_attempt_1").isNotNull())
              .select("m", "m2", "g", F.col("first_attempt_1").alias("first")))
     tol = ctx["tolerance"]
-    d = (delayed.join(first, ["m", "m2"])
-         .withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms")))
+    d, retried = _apart(delayed.join(first, ["m", "m2"]), client_retried(e, ctx))
+    d = d.withColumn("late_by", F.col("first") - F.col("sent") - F.col("delay_ms"))
     band = tol.band(F.col("delay_ms"))
     total, delayed_deliveries = Observation(), F.count(F.lit(1)).alias("n")
     later, late = Observation(), F.count(F.when(F.col("late_by") > band, 1)).alias("n")
@@ -178,4 +187,4 @@ def check_delay_accuracy(e, ctx) -> CheckResult:
                         _at("first", MSG_AND_GROUP), ["run_id", "msg_id", "group", "delay_level", "sent", "first", "late_by"])
     return CheckResult("delay_accuracy", _verdict(n), ["DELAY-01", "DELAY-05", "DELAY-06", "DELAY-08"],
                        {"delayed_deliveries": _observed_count(total, lambda: d.agg(delayed_deliveries)), "early": n,
-                        "late": _observed_count(later, lambda: d.agg(late))}, ex)
+                        "late": _observed_count(later, lambda: d.agg(late)), "client_retry_deliveries": retried}, ex)
