@@ -145,7 +145,8 @@ def check_order(e, ctx) -> CheckResult:
     client's retries may have stored twice (``client_retried``, issue 50, item 4; ``client_retry_messages``, one a
     (message, group)): an async send's retry may store its message behind one sent after it, and which copy's end
     blocks the next is not in the log. The message before and the one after are then judged as a pair (the
-    broker serves a message group in the order it stored it)."""
+    broker serves a message group in the order it stored it). A pair inside a crash window the log states (a
+    consumer crashed, a nemesis killed a broker) is counted apart (``crash_window_pairs``): see below."""
     from pyspark.sql import Observation, Window
     from pyspark.sql import functions as F
 
@@ -160,10 +161,20 @@ def check_order(e, ctx) -> CheckResult:
     seen, judged = Observation(), F.count(F.when(F.col("prev_first").isNotNull(), 1)).alias("n")
     out_of_order = (F.col("first") < F.col("prev_first")) | (F.col("first") < F.col("prev_done") - blocking_band)
     bad = pairs.observe(seen, judged).filter(F.col("prev_first").isNotNull() & out_of_order)
+    replayed = 0
+    if ctx["crash_windows"]:
+        # a broker killed and started again reads a FIFO queue from the consumer offset it last persisted (every
+        # 5 s: BrokerConfig.flushConsumerOffsetInterval, BrokerController@rocketmq-all-5.3.3 L646-652), so messages
+        # acked just before the kill come again, in order: the previous message's end moves past the next one's
+        # first delivery. A pair whose previous end or next first delivery falls in a crash window the log states
+        # is counted apart (issue 50), as the duplicates and retry checks count such windows' redeliveries.
+        in_window = _in_crash_window(ctx, F.col("prev_done")) | _in_crash_window(ctx, F.col("first"))
+        replayed = bad.filter(in_window).count()
+        bad = bad.filter(~in_window)
     n, ex = _violations(bad, ["g", "mg", "prev", "prev2", "m", "m2", "prev_done", "first"],
                         {"g": "g", "mg": "mg", "prev": "msg", "m": "msg"},
                         {"g": "first", "mg": "first", "m": "first", "prev": "prev_first"},
                         ["run_id", "group", "message_group", "prev_msg", "msg_id", "prev_done", "first"])
     return CheckResult("order", _verdict(n), ["FIFO-01", "FIFO-04", "FIFO-05", "RETRY-5X-08"],
                        {"pairs": _observed_count(seen, lambda: pairs.agg(judged)), "violations": n,
-                        "client_retry_messages": retried}, ex)
+                        "client_retry_messages": retried, "crash_window_pairs": replayed}, ex)

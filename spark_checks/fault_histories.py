@@ -43,6 +43,7 @@ from collections import Counter, defaultdict
 from typing import Iterable, Sequence
 
 from history.events import Event
+from history.profiles import GRPC_5X, REMOTING_4X
 
 FAULTS = ("kill", "stall", "refuse")
 REWRITES = ("unknown-stored", "unknown-lost", "unknown-twice", "retry-twice", "retry-once", "refused", "refused-new",
@@ -56,7 +57,7 @@ MEMBERS = ("CONSUMER_START", "CONSUMER_STOP", "SETTLED", "REBALANCE")
 KILL_WINDOW_MS = 1_000
 IN_FLIGHT = 3
 """A kill catches in flight the send of its moment and, when they are async, up to two more of the second after."""
-REFUSED_CODE = {"grpc-5.x": "42900", "remoting-4.x": "2"}
+REFUSED_CODE = {GRPC_5X: "42900", REMOTING_4X: "2"}
 """A refusal's code: 5.x TOO_MANY_REQUESTS, 4.x SYSTEM_BUSY."""
 
 
