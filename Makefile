@@ -111,13 +111,13 @@ oracle: install
 #   Go clients). Run beside the project's tests all at once with the gate they made its timing tests flaky; one after
 #   the other, behind the gate, they load the machine no more than the gate does.
 BESIDE_LOG := reports/out/beside.log
-BESIDE_TESTS := tests/test_real_release.py
+BESIDE_TESTS := tests/test_real_release.py tests/test_real_nemesis.py
 SDK_DRIVER_TESTS := tests/test_java_remoting.py tests/test_java_grpc.py tests/test_go_sdk.py
 BESIDE_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --rmq-hypothesis-profile ci -rA
 REAL_GATE := $(BESIDE_PYTEST) -m real_release $(BESIDE_TESTS)
 SDK_DRIVERS := $(BESIDE_PYTEST) -m sdk_driver $(SDK_DRIVER_TESTS)
 
-test: install browser driver-4x driver-node driver-java driver-go oracle
+test: install browser driver-4x driver-node driver-java driver-go oracle fault-proxy
 	@mkdir -p reports/out
 	@echo "make test: the real-release gate and the SDK drivers' runs go beside the other tests (their output: $(BESIDE_LOG), shown at the end)"
 	@{ $(REAL_GATE); gate=$$?; $(SDK_DRIVERS); sdk=$$?; test $$gate -eq 0 -a $$sdk -eq 0; } > $(BESIDE_LOG) 2>&1 & \
