@@ -225,9 +225,7 @@ class ReleaseCluster:
         if not self.detached:
             atexit.register(self.stop)
         try:
-            namesrv = self._java("namesrv", MAIN_CLASSES["namesrv"], ["-c", str(files["namesrv"])], NAMESRV_HEAP)
-            namesrv.ready = self._namesrv_answers
-            self._wait(namesrv, self._namesrv_answers, "answer GET_BROKER_CLUSTER_INFO")
+            self._start_namesrv(files)
             if self.plan.with_proxy:
                 broker = self._java("proxy", MAIN_CLASSES["proxy"], ["-pm", "local", "-bc", str(files["broker"]),
                                                                      "-pc", str(files["proxy"]),
@@ -249,6 +247,11 @@ class ReleaseCluster:
                       + (f", proxy gRPC {self.plan.grpc_address}" if self.plan.with_proxy else ""))
         return self
 
+    def _start_namesrv(self, files: dict[str, Path]) -> None:
+        namesrv = self._java("namesrv", MAIN_CLASSES["namesrv"], ["-c", str(files["namesrv"])], NAMESRV_HEAP)
+        namesrv.ready = self._namesrv_answers
+        self._wait(namesrv, self._namesrv_answers, "answer GET_BROKER_CLUSTER_INFO")
+
     def _start_topology(self) -> "ReleaseCluster":
         """The name server, each broker node a process of its own (masters, then slaves), and for 5.x the proxy in
         cluster mode, routing through the name server (issue 50)."""
@@ -261,9 +264,7 @@ class ReleaseCluster:
         if not self.detached:
             atexit.register(self.stop)
         try:
-            namesrv = self._java("namesrv", MAIN_CLASSES["namesrv"], ["-c", str(files["namesrv"])], NAMESRV_HEAP)
-            namesrv.ready = self._namesrv_answers
-            self._wait(namesrv, self._namesrv_answers, "answer GET_BROKER_CLUSTER_INFO")
+            self._start_namesrv(files)
             for node in plan.nodes():
                 broker = self._java(node.label, MAIN_CLASSES["broker"], ["-c", str(files[node.label]),
                                                                          "-n", plan.namesrv_address], BROKER_HEAP)

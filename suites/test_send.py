@@ -110,7 +110,11 @@ def test_timeout_after_store_duplicates(make_target):
     with pytest.raises(RocketMQError, match="sendDefaultImpl call timeout|still failed"):
         target.producer().send("T", b"x", key="d")
     stored = target.stored_messages("T")
-    require(len(stored) == 1, "SEND-4X-02", f"{len(stored)} copies stored; one attempt then the budget is gone")
+    # the loop breaks only when the cost is past the budget (``timeout < costTime``) and a request with 0 ms left
+    # is still written (``NettyRemotingClient.invokeSync``: ``timeoutMillis < costTime``, both strict at
+    # rocketmq-all-4.9.8): a first attempt that timed out after exactly the budget, to the millisecond, is followed
+    # by a second with 0 ms, which the broker may store too. Never a third.
+    require(1 <= len(stored) <= 2, "SEND-4X-02", f"{len(stored)} copies stored; one attempt then the budget is gone")
     event = _send_events(target, "d")[0]
     require(event.kind == "SEND_UNKNOWN", "SEND-4X-02", "a stored-but-timed-out send is indeterminate")
 
@@ -160,6 +164,20 @@ def _first_attempt_on(producer, target, broker: str, prefix: str, mode: str = "s
                         f"({[dict(e.detail).get('attempts') for e in target.events() if e.key and e.key.startswith(prefix)]})")
 
 
+def _later_sends_avoid_broker_a(producer, target, since: float, sends: int, isolated_for_ms: int, how: str) -> None:
+    """SEND-4X-06: ``sends`` more sends, each only on broker-b while broker-a is isolated; inconclusive when they
+    outlasted the isolation."""
+    for i in range(sends):
+        producer.send("T", b"x", key=f"after{i}")
+        (later,) = _send_events(target, f"after{i}")
+        tried = _attempts(later.detail["attempts"].split(","))
+        require(all(b == "broker-b" for b, _ in tried), "SEND-4X-06",
+                f"send after{i}, {1000 * (time.monotonic() - since):.0f} ms after broker-a {how}: {tried}")
+    elapsed_ms = 1000 * (time.monotonic() - since)
+    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
+            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
+
+
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("SEND-4X-05", "CLAIM-10")
 def test_async_send_retries_a_lasting_transport_failure_on_another_broker(make_target):
@@ -202,15 +220,7 @@ def test_latency_fault_tolerance_keeps_sends_off_a_dead_broker(make_target):
     require(attempts[1:] and all(b == "broker-b" for b, _ in attempts[1:]), "SEND-4X-07",
             f"the retry after broker-a's failure went back to it: {attempts}")
     isolated_for_ms = min(qsel_rules.not_available_duration(0, v, isolation=True) for v in ("4.9.8", "5.1.4"))
-    for i in range(6):
-        producer.send("T", b"x", key=f"after{i}")
-        (later,) = _send_events(target, f"after{i}")
-        tried = _attempts(later.detail["attempts"].split(","))
-        require(all(b == "broker-b" for b, _ in tried), "SEND-4X-06",
-                f"send after{i}, {1000 * (time.monotonic() - failed_at):.0f} ms after broker-a failed: {tried}")
-    elapsed_ms = 1000 * (time.monotonic() - failed_at)
-    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
-            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
+    _later_sends_avoid_broker_a(producer, target, failed_at, 6, isolated_for_ms, "failed")
 
 
 @pytest.mark.profile("remoting-4.x")
@@ -233,15 +243,7 @@ def test_latency_fault_tolerance_keeps_sends_off_a_stalled_broker(make_target):
     require(attempts == [("broker-a", "timeout")] and event.kind in ("SEND_FAIL", "SEND_UNKNOWN"), "SEND-4X-02",
             f"a timed-out attempt used the budget, yet: {event.kind} {attempts}")
     isolated_for_ms = min(qsel_rules.not_available_duration(3000, v) for v in ("4.9.8", "5.1.4"))
-    for i in range(4):
-        producer.send("T", b"x", key=f"after{i}")
-        (later,) = _send_events(target, f"after{i}")
-        tried = _attempts(later.detail["attempts"].split(","))
-        require(all(b == "broker-b" for b, _ in tried), "SEND-4X-06",
-                f"send after{i}, {1000 * (time.monotonic() - stalled_at):.0f} ms after broker-a timed out: {tried}")
-    elapsed_ms = 1000 * (time.monotonic() - stalled_at)
-    require(elapsed_ms < isolated_for_ms, "SEND-4X-06",
-            f"inconclusive: the sends took {elapsed_ms:.0f} ms, past the isolation of {isolated_for_ms} ms")
+    _later_sends_avoid_broker_a(producer, target, stalled_at, 4, isolated_for_ms, "timed out")
 
 
 @pytest.mark.profile("remoting-4.x")
