@@ -55,7 +55,10 @@ def _soak(tmp: Path, cluster: str, nemesis: str) -> tuple[Path, dict]:
                  "--out", str(log), home=tmp, timeout_s=600)
     print(f"\nsoak {cluster} {nemesis}: exit {soak.returncode} in {time.monotonic() - started:.0f} s")
     assert soak.returncode == 0, soak.stderr[-4000:]
-    assert "Traceback" not in soak.stderr, soak.stderr[-4000:]
+    # the SDK's own callbacks print the errors of its heartbeats while the proxy is down; none may come from ours
+    ours = [line for line in soak.stderr.splitlines()
+            if line.strip().startswith('File "') and str(ROOT) in line and "/.venv/" not in line]
+    assert not ours, soak.stderr[-4000:]
     return log, json.loads((log / "_soak.json").read_text())
 
 
