@@ -34,7 +34,7 @@ class ReleaseSendFaults:
     def of(target: Any) -> "ReleaseSendFaults | None":
         """The faults of ``target`` when it drives a release cluster of several masters, else None."""
         cluster = getattr(target, "cluster", None)
-        if cluster is None or sum(n.is_master for n in cluster.plan.nodes()) < 2:
+        if cluster is None or cluster.plan.topology.masters < 2:
             return None
         faults = getattr(target, "_release_faults", None)
         if faults is None:

@@ -42,6 +42,7 @@ from .base import (
     budget_cut,
     require_wall_budget,
     wall_budget_s,
+    wall_left_s,
     wall_wait_s,
 )
 from .names import SessionNames
@@ -234,7 +235,7 @@ class GrpcTarget(Target):
             if time.monotonic() >= deadline:
                 if predicate():
                     return True
-                if wall_wait_s(wanted, self.budget_s) < wanted and wall_wait_s(1.0, self.budget_s) == 0:
+                if wanted > 0 and wall_left_s(self.budget_s) == 0:  # the budget, not the timeout, ended it
                     raise budget_cut(self.name, wanted, self.time_scale, self.budget_s)
                 return False
             time.sleep(0.002)
@@ -294,7 +295,6 @@ class GrpcTarget(Target):
         try:
             self._read_dead_letters(look_now=True)
         except (RemotingClientError, TargetError) as exc:
-            self.unread_dead_letters = getattr(self, "unread_dead_letters", 0) + 1
             log.info("%s: dead letters not read this time: %s", self.name, exc)
         with self._lock:
             return self.recorder.drain()
@@ -411,7 +411,7 @@ class GrpcTarget(Target):
             self.admin.start_group_at_first(real, group)
         views: list[MessageView] = []
         try:
-            empty, deadline = 0, time.monotonic() + wall_wait_s(self.budget_s, self.budget_s)
+            empty, deadline = 0, time.monotonic() + wall_left_s(self.budget_s)
             while empty < 2 and time.monotonic() < deadline:
                 try:
                     got = reader.receive(32, 30)

@@ -151,13 +151,13 @@ class Nemesis:
     def __post_init__(self) -> None:
         atexit.register(self.heal)
 
-    def brokers(self, masters_only: bool = False) -> list[str]:
+    def brokers(self) -> list[str]:
         """The broker processes of the cluster by name (``broker-a-0``, ...; ``broker`` or ``proxy`` for a single
         broker, whose process holds the proxy in local mode)."""
         plan = self.cluster.plan
         if plan.topology.single:
             return ["proxy" if plan.with_proxy else "broker"]
-        return [n.label for n in plan.nodes() if n.is_master or not masters_only]
+        return [n.label for n in plan.nodes()]
 
     # ---- faults ---------------------------------------------------------------------------------
 

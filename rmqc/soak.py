@@ -210,7 +210,7 @@ class Soak:
                 raise NotApplicable(f"group {plan.group}: the soak's simple consumers read standard topics in "
                                     "the soak's own process")
         cluster = getattr(self.target, "cluster", None)
-        masters = sum(n.is_master for n in cluster.plan.nodes()) if cluster is not None else 1
+        masters = cluster.plan.topology.masters if cluster is not None else 1
         for topic, message_type in topics.items():  # on every master: a killed one leaves the topic on the others
             self.target.create_topic(topic, message_type=message_type, **({"brokers": masters} if masters > 1 else {}))
         for plan in w.groups:
