@@ -116,7 +116,7 @@ def run_duckdb_checks(con, path: str, profile: str, tolerance: Tolerance = Toler
     violations("retry_intervals", "off_waits")
     out["retry_intervals"] = {"intervals": sum(r[1] for r in per_attempt), "out_of_tolerance": sum(r[4] for r in per_attempt),
                               "noise_band": sum(r[5] for r in per_attempt), "crash_window_redeliveries": 0,
-                              "stored_twice_redeliveries": twice_waits, "late_after_handover": 0,
+                              "stored_twice_redeliveries": twice_waits, "late_after_handover": 0, "outside_in_stall": 0,
                               "per_attempt": [{"attempt": r[0], "count": r[1], "p50_ms": r[2], "p99_ms": r[3]}
                                               for r in per_attempt]}
     con.execute("""CREATE OR REPLACE TEMP TABLE lives AS SELECT run_id, "group", msg_id,

@@ -44,6 +44,7 @@ from .soak_plan import (
     apply_event,
     soak_listener,
 )
+from .stall_probe import StallProbe
 
 MANIFEST = "_soak.json"
 STORE = "_applied.sqlite"
@@ -186,6 +187,7 @@ class Soak:
         self._schedule: Any = None        # adapters.nemesis.ScheduleRunner
         self._send_outcomes: list[tuple[int, bool]] = []  # (ts_ms, succeeded) of every send, for recovery times
         self._nemesis_events: list[dict[str, Any]] = []
+        self.stalls = StallProbe(self.target.now_ms)  # the process's own stalls, judged apart by the timing checks
 
     # ---- set-up -------------------------------------------------------------------------------
 
@@ -283,6 +285,7 @@ class Soak:
             "sdk": dict(zip(("name", "version"), getattr(self.target, "client_library", None) or ())) or None,
             "groups": {g.group: self._group_statement(g, topics[g.topic] == "FIFO") for g in self.workload.groups},
             "crash_windows": self.crash_windows,
+            "stalls": self.stalls.statement(),
             "workload": json.loads(json.dumps(dataclasses.asdict(self.workload))),
             "stats": dataclasses.asdict(self.stats),
             **({"nemesis": self.nemesis_statement()} if self.nemesis_plan is not None else {}),
@@ -507,6 +510,7 @@ class Soak:
 
         collector = threading.Thread(target=self._collect_meanwhile, name="soak-collector", daemon=True)
         collector.start()
+        self.stalls.start()
         if self.nemesis is not None:
             from adapters.nemesis import ScheduleRunner
 
@@ -548,6 +552,7 @@ class Soak:
         self._collector_stop.set()
         collector.join()
         self.collect()
+        self.stalls.stop()
         self.log.close()
         parts = self.log.parts
         self.stats.compacted_files = self.log.compact()

@@ -203,7 +203,7 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
 
 def _manifest_context(spark, stated: dict[str, Any] | None) -> dict[str, Any]:
     """The checks' view of a manifest: release and time scale for the timing model, each stated group by
-    the hash its rows carry, crash windows with that hash."""
+    the hash its rows carry, crash windows with that hash, the soak process's own stalls (``rmqc.stall_probe``)."""
     from pyspark.sql import functions as F
 
     stated = stated or {}
@@ -219,7 +219,8 @@ def _manifest_context(spark, stated: dict[str, Any] | None) -> dict[str, Any]:
     return {"release": str(stated.get("release", versions.LATEST)), "time_scale": float(stated.get("time_scale", 1.0)),
             "wall_fixed_ms": {str(k): int(v) for k, v in dict(stated.get("wall_fixed_ms", {})).items()},
             "groups": groups, "group_hashes": {hashes[n]: g for n, g in groups.items()},
-            "crash_windows": [{**w, "g": hashes[w["group"]]} for w in windows]}
+            "crash_windows": [{**w, "g": hashes[w["group"]]} for w in windows],
+            "stalls": [(int(s["from_ms"]), int(s["to_ms"])) for s in dict(stated.get("stalls") or {}).get("spans", [])]}
 
 
 def write_result(result: dict[str, Any], out: Path) -> None:

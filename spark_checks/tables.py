@@ -248,6 +248,22 @@ def _per_group(ctx, values: Callable[[dict[str, Any]], Any], otherwise):
     return _case("g", {h: values(entry) for h, entry in ctx["group_hashes"].items()}, otherwise)
 
 
+STALL_AFTER_MS = 100
+"""How long after a stall of the soak's process ends a timestamp it delayed may still be logged."""
+
+
+def _in_stall(ctx, since, until):
+    """True when one of the soak process's stalls (``rmqc.stall_probe``, the manifest's ``stalls``) touches
+    ``[since, until + STALL_AFTER_MS]``: a timestamp logged there may be late by the stall."""
+    from pyspark.sql import functions as F
+
+    if not ctx.get("stalls"):
+        return F.lit(False)
+    spans = F.array(*(F.struct(F.lit(a).cast("long").alias("a"), F.lit(b).cast("long").alias("b"))
+                      for a, b in ctx["stalls"]))
+    return F.exists(spans, lambda s: (s["a"] <= until + STALL_AFTER_MS) & (s["b"] >= since))
+
+
 def _in_crash_window(ctx, ts):
     """True for a row of a group inside one of the crash windows the soak manifest states."""
     from pyspark.sql import functions as F

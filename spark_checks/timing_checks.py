@@ -12,8 +12,8 @@ from history.profiles import GRPC_5X
 
 from .loading import KIND_CODE
 from .profiles import timing
-from .tables import (_apart, _case, _delay_ms, _in_crash_window, _looked_up, _members_changed, _per_group,
-                     client_retried, lives, redeliveries, sends, stored_twice)
+from .tables import (STALL_AFTER_MS, _apart, _case, _delay_ms, _in_crash_window, _in_stall, _looked_up,
+                     _members_changed, _per_group, client_retried, lives, redeliveries, sends, stored_twice)
 from .timing_model import WaitModel, wait_model
 from .verdicts import MSG_AND_GROUP, CheckResult, Examples, _at, _first, _observed_count, _verdict, _violations
 
@@ -48,7 +48,8 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     and a histogram for the plot. Redeliveries inside a stated crash window are counted apart, and so are those
     of a message stored twice (``stored_twice``, TX-05: which copy's wait a delivery ends is not in the log) and
     of a message its client's retries may have stored twice (``client_retried``, issue 50, item 4: the same,
-    ``client_retry_redeliveries``)."""
+    ``client_retry_redeliveries``). A wait one of whose ends the soak's own process may have logged late (a
+    stall its probe saw, ``rmqc.stall_probe``) is not judged on that side (``outside_in_stall``)."""
     from pyspark.sql import functions as F
 
     t = timing(ctx["profile"])
@@ -63,7 +64,12 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                                                 (F.col("prev_outcome") == KIND_CODE["CONSUME_FAIL"]))
     d = (_with_changed(after_failure, ctx, "prev_ts", "ts_ms")
          # lateness is the broker's only when the client that failed the attempt before stayed to take this one
-         .withColumn("judge_late", F.col("c").eqNullSafe(F.col("prev_c")) & ~F.col("changed"))
+         .withColumn("handed_over", ~(F.col("c").eqNullSafe(F.col("prev_c")) & ~F.col("changed")))
+         # an end the soak's own process may have logged late (a stall, rmqc.stall_probe) is not judged on its side:
+         # the delivery before (its time moves the wait's start) for earliness, anything in between for lateness
+         .withColumn("early_stalled", _in_stall(ctx, F.col("prev_ts") - STALL_AFTER_MS, F.col("prev_ts")))
+         .withColumn("late_stalled", _in_stall(ctx, F.col("prev_ts"), F.col("ts_ms")))
+         .withColumn("judge_late", ~F.col("handed_over") & ~F.col("late_stalled"))
          .withColumn("nominal", F.coalesce("scheduled_ms", "expected_delay_ms", ladder, table))
          .filter(F.col("nominal").isNotNull())
          .withColumn("low", F.col("nominal") + F.when(is_fifo, F.lit(fifo.late_ms)).otherwise(F.lit(standard.late_ms)))
@@ -75,13 +81,17 @@ def check_retry_intervals(e, ctx) -> CheckResult:
     d, retried = _apart(d, client_retried(e, ctx))
     judged = d.filter(~F.col("crash"))
     iv, low, high, band, judge_late = F.col("interval"), F.col("low"), F.col("high"), F.col("band"), F.col("judge_late")
-    fails = (iv < low - band) | ((iv > high + band) & judge_late)
-    noisy = ~fails & ((iv < low) | ((iv > high) & judge_late))
+    judge_early = ~F.col("early_stalled")
+    early_out, late_out = iv < low - band, iv > high + band
+    fails = (early_out & judge_early) | (late_out & judge_late)
+    noisy = ~fails & (((iv < low) & judge_early) | ((iv > high) & judge_late))
+    stalled = (early_out & ~judge_early) | (late_out & ~F.col("handed_over") & F.col("late_stalled"))
     u = F.when(high > low, (iv - low) / (high - low)).otherwise(F.when(iv < low, -1.0).otherwise(2.0))
     stats = judged.groupBy("attempt").agg(
-        F.count("*").alias("count"), F.count(F.when(iv < low - band, 1)).alias("early"),
-        F.count(F.when((iv > high + band) & judge_late, 1)).alias("late"),
-        F.count(F.when((iv > high + band) & ~judge_late, 1)).alias("late_unjudged"), F.count(F.when(noisy, 1)).alias("noisy"),
+        F.count("*").alias("count"), F.count(F.when(early_out & judge_early, 1)).alias("early"),
+        F.count(F.when(late_out & judge_late, 1)).alias("late"),
+        F.count(F.when(late_out & F.col("handed_over"), 1)).alias("late_unjudged"), F.count(F.when(noisy, 1)).alias("noisy"),
+        F.count(F.when(stalled, 1)).alias("stalled"),
         F.percentile(iv, F.array(F.lit(0.5), F.lit(0.9), F.lit(0.99))).alias("p"),
         F.min(iv).alias("min"), F.max(iv).alias("max"), F.min(low - band).alias("lo"), F.max(high + band).alias("hi"),
         F.min("low").alias("window_low"), F.max("high").alias("window_high"),
@@ -102,7 +112,7 @@ def check_retry_intervals(e, ctx) -> CheckResult:
             "window_ms": [r["window_low"], r["window_high"]], "p50_ms": r["p"][0], "p90_ms": r["p"][1],
             "p99_ms": r["p"][2], "min_ms": r["min"], "max_ms": r["max"], "ks": round(_ks_uniform(ks_bins, a, n), 4),
             "early": r["early"], "late": r["late"], "outside": r["early"] + r["late"], "noisy": r["noisy"],
-            "late_unjudged": r["late_unjudged"],
+            "late_unjudged": r["late_unjudged"], "outside_in_stall": r["stalled"],
             "histogram": {"from_ms": edges[a][0], "to_ms": edges[a][1], "counts": histogram.get(a, [])}})
     n_outside = sum(p["outside"] for p in per_attempt)
     n_noisy = sum(p["noisy"] for p in per_attempt)
@@ -116,13 +126,14 @@ def check_retry_intervals(e, ctx) -> CheckResult:
                        {"intervals": sum(p["count"] for p in per_attempt), "out_of_tolerance": n_outside,
                         "noise_band": n_noisy, "crash_window_redeliveries": crash,
                         "stored_twice_redeliveries": twice, "client_retry_redeliveries": retried,
-                        "late_after_handover": sum(p["late_unjudged"] for p in per_attempt)}, examples,
+                        "late_after_handover": sum(p["late_unjudged"] for p in per_attempt),
+                        "outside_in_stall": sum(p["outside_in_stall"] for p in per_attempt)}, examples,
                        {"per_attempt": per_attempt, "tolerance": asdict(tol), "profile": ctx["profile"],
                         "release": ctx["release"], "time_scale": ctx["time_scale"],
                         "model": {"standard": standard.stated(), "fifo": fifo.stated(),
                                   "noise_band": f"{tol.relative:g} x nominal + {tol.absolute_ms} ms",
                                   "file": "spec/timing_model.yaml"},
-                        "revive_lag_ms": t.revive_lag_ms})
+                        "revive_lag_ms": t.revive_lag_ms, "stalls": len(ctx.get("stalls") or ())})
 
 
 def _ks_uniform(bins: dict[tuple[int, int], int], attempt: int, n: int) -> float:

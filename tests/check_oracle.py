@@ -187,7 +187,7 @@ def expected_counts(rows: list[Row], tol: Tolerance = Tolerance()) -> dict[str, 
             "order": {"pairs": lined_up, "violations": disorder},
             "retry_intervals": {"intervals": intervals, "out_of_tolerance": outside, "noise_band": noisy,
                                 "crash_window_redeliveries": 0, "stored_twice_redeliveries": waits_twice,
-                                "late_after_handover": 0},
+                                "late_after_handover": 0, "outside_in_stall": 0},
             "dlq_at_max": {"dead_letters": dead_letters, "violations": dlq_bad},
             "nothing_after_dlq": {"dead_letters": dead_letters, "violations": after_dlq},
             "delay_accuracy": {"delayed_deliveries": delayed, "early": early, "late": late}}
