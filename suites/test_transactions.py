@@ -99,6 +99,14 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
         require(1 <= len(checks) <= expected_checks, "TX-03",
                 f"{len(checks)} checks at {checks}: the C++ client sees at most {expected_checks}, those after its "
                 f"first heartbeat (SDK-CPP-10)")
+    elif commit_on_check and "clock.virtual" not in target.capabilities:
+        # on a wall clock the commit answering check k is in flight for a while, and a server late on its schedule
+        # (a burst after a stall) may check again before it arrives: only within the wall's tolerance after check k
+        in_flight = tolerance_for(target).allowed(interval)
+        require(len(checks) >= expected_checks and all(t - checks[expected_checks - 1] <= in_flight
+                                                       for t in checks[expected_checks:]), "TX-03",
+                f"{len(checks)} checks at {checks}, the spec says {expected_checks} (and any more only while the "
+                f"commit answering check {expected_checks} was in flight: within {in_flight:.0f} ms)")
     else:
         require(len(checks) == expected_checks, "TX-03",
                 f"{len(checks)} checks at {checks}, the spec says {expected_checks}")
@@ -116,11 +124,12 @@ def test_unknown_transaction_is_checked_then_resolved_or_discarded(make_target, 
         # the server scans on a fixed schedule; on a wall clock a check can only reach the client late (a
         # burst while the SDK starts), never early: the schedule is where the earliest offsets sit, and
         # most checks must fall on it
-        offsets = [t - k * interval for k, t in enumerate(checks)]
+        scheduled = checks[:expected_checks]  # not those sent while the answering commit was in flight
+        offsets = [t - k * interval for k, t in enumerate(scheduled)]
         phase = min(offsets)
         late = [k + 1 for k, off in enumerate(offsets) if off - phase > tolerance_for(target).allowed(interval)]
         gaps = [b - a for a, b in zip(checks, checks[1:])]
-        require(len(late) <= len(checks) // 3, "TX-03",
+        require(len(late) <= len(scheduled) // 3, "TX-03",
                 f"checks {late} off a schedule of one every {interval} ms (gaps {gaps})")
     delivered = [e for e in events if e.kind == "DELIVER" and e.key == "tx"]
     if commit_on_check is None:
