@@ -81,6 +81,14 @@ def return_window_ms(time_scale: float, unseen_ms: int, wall_ms: float = 0.0) ->
         int((wall_ms + processing_allowance_ms()) / time_scale)
 
 
+CLIENT_ROUTE_REFRESH_S = 30.0
+"""How often a 5.x client reads its topics' routes again, in wall seconds (rocketmq-python-client 5.1.2
+``ClientRouteManager.start_scheduler``: 10 s after start, then every 30 s; the Java client's
+``ClientImpl.startUp`` the same): a push consumer takes a restarted broker's queues again only then, so what the
+broker lost of its acks comes again up to that long after the broker is back (a FIFO line replayed 36 wall s after
+a 5.5.0 broker's restart)."""
+
+
 def crash_window_ms(time_scale: float, down_s: float) -> int:
     """After a consumer is killed: the broker takes it for gone once its channel expires (as a server on a
     time scale judges it, 120 s at scale 1), and it was down ``down_s``."""
@@ -323,6 +331,7 @@ class Soak:
         return {"topic": plan.topic, "fifo": fifo, "configured_ladder_ms": list(configured), "ladder_ms": waits,
                 # a FIFO consumer dead-letters by its own count (RETRY-5X-08), the server by the group's
                 "max_deliveries": policy.max_attempts if fifo else settings.backoff.max_attempts, "sdk": sdk,
+                "kind": plan.kind,
                 "why": "RETRY-5X-01: max_attempts = retryMaxTimes + 1 and the ladder set on the group "
                        "(customizedRetryPolicy.next); ladder_ms: the wait before each next attempt as this SDK "
                        "takes it from that (RETRY-5X-03..06, SDK-NODE-01/02)"}
@@ -370,13 +379,14 @@ class Soak:
         """A fault on a broker, its proxy or the name server is a crash window for every group (issue 50): from its
         start to its end and then as long as after a consumer's crash, since what a killed or stalled broker held
         (popped, in flight) comes again only once its handles are taken for gone and revived (RETRY-5X-09,
-        RETRY-5X-11). Redeliveries and their lateness there are counted apart, as the checks do for crashes."""
+        RETRY-5X-11), and the clients' next route refresh after it (``CLIENT_ROUTE_REFRESH_S``). Redeliveries and
+        their lateness there are counted apart, as the checks do for crashes."""
         start = next((e["ts_ms"] for e in reversed(self._nemesis_events)
                       if e.get("number") == end.detail.get("number") and e.get("phase") == "start"), end.ts_ms)
         for plan in self.workload.groups:
             self.crash_windows.append({
                 "group": plan.group, "kind": f"nemesis-{end.detail.get('fault')}", "from_ms": int(start),
-                "to_ms": end.ts_ms + crash_window_ms(self.time_scale, 0.0),
+                "to_ms": end.ts_ms + crash_window_ms(self.time_scale, CLIENT_ROUTE_REFRESH_S),
                 "why": f"{end.detail.get('fault')} of {end.detail.get('process')} (nemesis fault "
                        f"{end.detail.get('number')}): what the process held comes again once it is taken for gone "
                        f"and revived (RETRY-5X-09, RETRY-5X-11)"})

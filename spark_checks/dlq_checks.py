@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .profiles import timing
-from .tables import _case, _members_changed, _per_group, client_retried, lives
+from .tables import _case, _in_crash_window, _members_changed, _per_group, client_retried, lives
 from .verdicts import MSG_AND_GROUP, CheckResult, _at, _observed_count, _verdict, _violations
 
 
@@ -49,9 +49,22 @@ def check_nothing_after_dlq(e, ctx) -> CheckResult:
     """Nothing is delivered to a group after its DLQ event (RETRY-CONC-04, RETRY-5X-07), unless the group's
     members changed since the message's first delivery (counted apart: copies of it were in flight). A message
     its client's retries may have stored more than once (issue 50, item 4) has a life for each copy: a delivery
-    after one copy's DLQ is another copy's until every copy has one (``client_retry_copies``, counted apart)."""
+    after one copy's DLQ is another copy's until every copy has one (``client_retry_copies``, counted apart). A
+    message dead-lettered inside a stated crash window, or delivered after its DLQ inside one, may be handed out again
+    (``dead_lettered_in_crash_window``, counted apart): its ack may never have reached the broker."""
+    from pyspark.sql import functions as F
+
     observed, dead_letters = _observing_dead_letters(e, ctx)
     after, retry_copies = _other_copies_live(observed.filter(_delivered_after_dlq()), client_retried(e, ctx))
+    # a 5.x dead letter is acked by the proxy after its send-back succeeds, without waiting and ignoring the answer
+    # (ProducerProcessor.forwardMessageToDeadLetterQueue@rocketmq-all-5.3.3): one made inside a fault's window (a
+    # killed or paused broker, a stale receipt handle) may never be acked, and the broker hands the message out
+    # again; and inside a window what a killed broker held (a revive's acks not yet on disk) may come again
+    faulted = 0
+    if ctx["crash_windows"]:
+        in_window = _in_crash_window(ctx, F.col("dlq_ts")) | _in_crash_window(ctx, F.col("last_delivery"))
+        faulted = after.filter(in_window).count()
+        after = after.filter(~in_window)
     # a change of the group's members since the first delivery leaves copies of a message in flight (a 4.x
     # retry copy a crashed consumer sent back, beside its original, OFFSET-04): one may come after another's DLQ
     bad, changed = _members_changed(after, ctx, "first_delivery", "last_delivery")
@@ -59,6 +72,7 @@ def check_nothing_after_dlq(e, ctx) -> CheckResult:
                         _at("last_delivery", MSG_AND_GROUP), ["run_id", "group", "msg_id", "dlq_ts", "last_delivery"])
     return CheckResult("nothing_after_dlq", _verdict(n), ["RETRY-CONC-04", "RETRY-5X-07"],
                        {"dead_letters": dead_letters(), "violations": n, "client_retry_copies": retry_copies,
+                        "dead_lettered_in_crash_window": faulted,
                         **({"after_members_changed": changed.count()} if ctx["stated"].groups else {})}, ex)
 
 
@@ -67,7 +81,7 @@ def check_dlq(e, ctx) -> CheckResult:
     is the one the group's consumers state (``consumers``), else the manifest's or the profile's. The last
     attempt is judged when one client had every delivery (an attempt count is the client's, RETRY-5X-08), and
     a maximum reached without a DLQ only when that client was a push consumer up at the run's settle (or the
-    log states no consumer): one that died after its last failure never sent the message back, and a simple
+    log states no consumer, and the soak's manifest does not call the group ``simple``): one that died after its last failure never sent the message back, and a simple
     consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07)."""
     from pyspark.sql import functions as F
 
@@ -79,6 +93,9 @@ def check_dlq(e, ctx) -> CheckResult:
     max_d = _case("g", {g: F.lit(m).cast("long") for g, m in stated.max_deliveries().items()}, max_d)
     stayed = (~F.col("g").isin(*stated.groups) | F.col("last_c").isin(*stated.push_clients_up_at_settle())) \
         if stated.groups else F.lit(True)
+    simple = [h for h, g in ctx["group_hashes"].items() if g.get("kind") == "simple"]  # the soak manifest's word
+    if simple:
+        stayed = stayed & ~F.col("g").isin(*simple)
     per, dead_letters = _observing_dead_letters(e, ctx)
     per = per.filter(~_delivered_after_dlq())  # those are nothing_after_dlq's
     # the last attempt, not the count of deliveries: a consumer that crashed may have taken an attempt the

@@ -88,7 +88,7 @@ def _with_outcome_counts(expected: dict) -> dict:
     out = {name: {**counts, "indeterminate": 0} for name, counts in expected.items()}
     out["no_loss"].update(indeterminate_delivered=0, refused=0, refused_delivered=0)
     out["duplicates"].update(client_retry_copies=0, broker_copies=out["duplicates"]["duplicate_deliveries"])
-    out["nothing_after_dlq"]["client_retry_copies"] = 0
+    out["nothing_after_dlq"].update(client_retry_copies=0, dead_lettered_in_crash_window=0)
     out["order"].update(client_retry_messages=0, crash_window_pairs=0)
     out["retry_intervals"]["client_retry_redeliveries"] = 0
     out["delay_accuracy"]["client_retry_deliveries"] = 0

@@ -258,3 +258,49 @@ def test_a_fifo_line_replayed_after_a_broker_restart_is_counted_apart_inside_its
                         *_consumed("m3", 900, message_group="L")]  # before m2, outside the window
     still = _checked(spark, tmp_path / "still", reordered)
     assert still["order"]["verdict"] == "fail", still["order"]
+
+
+def test_a_message_dead_lettered_inside_a_faults_window_may_come_again(spark, tmp_path) -> None:
+    """A 5.x proxy acks a dead letter after its send-back succeeds, without waiting and ignoring the answer
+    (ProducerProcessor.forwardMessageToDeadLetterQueue@rocketmq-all-5.3.3): a DLQ inside a broker fault's window may
+    never be acked, and the broker hands the message out again (seen on 5.5.0: a FIFO message dead-lettered 157 ms
+    after a paused broker went on, delivered again 248 s later), and what a killed broker held may come again inside
+    its window. A DLQ or the delivery after it inside a stated window is counted apart
+    (``dead_lettered_in_crash_window``); with no window, or one apart from both, it fails ``nothing_after_dlq``,
+    naming the message."""
+    rows = [row("SEND_OK", 0, topic="T1", msg_id="m1", producer_seq=1, attempt=1),
+            *_consumed("m1", 1_000, ok=False), row("DLQ", 3_000, topic="T1", group="G1", msg_id="m1", attempt=1),
+            *_consumed("m1", 10_000, attempt=2)]
+
+    def checked(name: str, windows: list[dict] | None) -> dict:
+        path = tmp_path / name
+        path.mkdir()
+        if windows is not None:
+            (path / "_soak.json").write_text(json.dumps({"run_id": "r", "crash_windows": windows}))
+        return _checked(spark, path, rows)["nothing_after_dlq"]
+
+    paused = {"group": "G1", "kind": "nemesis-pause", "why": "a broker paused"}
+    for name, windows in (("bare", None), ("before", [{**paused, "from_ms": 500, "to_ms": 2_500}])):
+        after = checked(name, windows)
+        assert after["verdict"] == "fail" and [x["msg_id"] for x in after["counterexamples"]] == ["m1"], after
+    for name, window in (("inside", (2_000, 4_000)), ("delivered-inside", (9_000, 11_000))):
+        inside = checked(name, [{**paused, "from_ms": window[0], "to_ms": window[1]}])
+        assert inside["verdict"] == "pass" and inside["counts"]["dead_lettered_in_crash_window"] == 1, inside
+
+
+def test_a_simple_groups_message_at_its_maximum_without_a_dlq_is_not_judged(spark, tmp_path) -> None:
+    """RETRY-5X-07: a simple consumer's message is dead-lettered at the receive after its last failure, which may
+    never come before the run ends. A soak's manifest names a group's kind: ``simple`` is not judged on a maximum
+    reached without a DLQ; the same log with the group called ``push`` fails ``dlq_at_max`` naming the message."""
+    rows = [row("SEND_OK", 0, topic="T1", msg_id="m1", producer_seq=1, attempt=1),
+            *_consumed("m1", 1_000, ok=False), *_consumed("m1", 6_000, attempt=2, ok=False)]
+    verdicts = {}
+    for kind in ("push", "simple"):
+        path = tmp_path / kind
+        path.mkdir()
+        (path / "_soak.json").write_text(json.dumps({"run_id": "r", "groups": {
+            "G1": {"topic": "T1", "fifo": False, "ladder_ms": [5000], "max_deliveries": 2, "kind": kind}}}))
+        verdicts[kind] = _checked(spark, path, rows)["dlq_at_max"]
+    assert verdicts["push"]["verdict"] == "fail" and \
+        [(x["msg_id"], x["reason"]) for x in verdicts["push"]["counterexamples"]] == [("m1", "maximum reached without DLQ")]
+    assert verdicts["simple"]["verdict"] == "pass", verdicts["simple"]
