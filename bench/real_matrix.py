@@ -1,15 +1,17 @@
 """``make real-matrix``: every covered release × every SDK target that can reach it, the full suites, one run folder
 each, then ``rmqc report`` over all of them (the release × SDK matrix: HTML, JSON, JUnit), the wall time per
 release, and per 5.x release a soak through the Python SDK checked by ``rmqc check`` (the nightly Spark
-validation, on real brokers). The matrix's JSON and each soak's check result are copied under ``docs/real-matrix/``
+validation, on real brokers) and a faulted soak of a two-master cluster under a nemesis (issue 50: recovery times
+and the checks, ``faulted-soak-V.json``). The matrix's JSON and each soak's check result are copied under ``docs/real-matrix/``
 for readers; the HTML and the event logs stay in the output folder (build output).
 
 A release whose jars the registry does not serve whole (4.9.8's name server and broker, 5.1.4's proxy) is built
 from its source release on Maven Central (``adapters.release_jars.build_from_source``); what cannot be had either
-way is listed with the reason. This is a bench, not CI: a whole run takes about an hour. A run of some
+way is listed with the reason. This is a bench, not CI: a whole run takes about two hours (a faulted soak about 15 minutes a 5.x release). A run of some
 releases (``--releases``) keeps what earlier runs wrote of the others, and the matrix covers every run folder.
 
-    python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s] [--serve]
+    python bench/real_matrix.py [--releases 5.0.0,5.5.0] [--sdks python,cpp4x] [--budget 30] [--soak 180s]
+        [--faulted-soak 10m] [--serve]
 
 ``--serve``: every SDK against one ``rmqc serve`` too (time scale 0.01, folders ``serve-SDK``), so the matrix has a
 column per SDK under each server: the reference beside the real release.
@@ -65,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=30,
                         help="wall seconds one test may take (30: a release's full run within 15 minutes)")
     parser.add_argument("--soak", default="180s", help="soak duration per 5.x release (0 to skip)")
+    parser.add_argument("--faulted-soak", default="10m",
+                        help="per 5.x release, a soak of a two-master SYNC_FLUSH cluster with a broker killed and "
+                             "restarted, or paused, every 60 s (issue 50; 0 to skip)")
     parser.add_argument("--workload", default=str(ROOT / "bench" / "workloads" / "real-release.yaml"),
                         help="the soak's workload (retries, FIFO and transactions, so the checks have work)")
     parser.add_argument("--out", default=str(ROOT / "reports" / "out" / "real-matrix"))
@@ -111,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{entry['runs'][sdk].get('verdicts', {})}", flush=True)
         if args.soak not in ("0", "0s") and jars.has("proxy"):
             entry["soak"] = soak(release, out, docs, args.soak, Path(args.workload))
+        if args.faulted_soak not in ("0", "0s") and jars.has("proxy"):
+            entry["faulted_soak"] = faulted_soak(release, out, docs, args.faulted_soak, Path(args.workload))
         entry["seconds"] = round(time.monotonic() - started, 1)
         print(f"{release}: {entry['seconds'] / 60:.1f} min", flush=True)
     if args.serve:
@@ -178,24 +185,66 @@ def verdict_counts(summary_path: Path) -> dict:
             "unexpected": [u["id"] for u in gate.get("unexpected_failures", []) + gate.get("unexpected_passes", [])]}
 
 
-def soak(release: str, out: Path, docs: Path, duration: str, workload: Path) -> dict:
-    """Soak the release through the Python SDK, then Spark-check the log; the check's result goes to docs/."""
-    folder = out / f"soak-{release}"
+def soaked(release: str, folder: Path, duration: str, workload: Path, *extra: str) -> tuple[dict, Path | None]:
+    """``rmqc soak`` of the release into ``folder`` (with ``extra`` arguments), then ``rmqc check`` of its log: the
+    exit codes, and the check's result.json when it was written."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     log = folder / "events"
-    code = run(rmqc("soak", "--target", f"release:{release}", "--duration", duration, "--workload", str(workload),
-                    "--out", str(log)),
+    code = run(rmqc("soak", "--target", f"release:{release}", *extra, "--duration", duration, "--workload",
+                    str(workload), "--out", str(log)),
                folder / "soak.log", env={"RMQC_RELEASE_HOME": str(folder)})
     result: dict = {"soak_exit": code}
-    if code == 0:
-        checked = folder / "checks"
-        result["check_exit"] = run(rmqc("check", str(log), "--out", str(checked)), folder / "check.log",
-                                   env={"SPARK_LOCAL_IP": "127.0.0.1"})
-        if (checked / "result.json").exists():
-            shutil.copy(checked / "result.json", docs / f"soak-checks-{release}.json")
+    if code != 0:
+        return result, None
+    checked = folder / "checks"
+    result["check_exit"] = run(rmqc("check", str(log), "--out", str(checked)), folder / "check.log",
+                               env={"SPARK_LOCAL_IP": "127.0.0.1"})
+    return result, (checked / "result.json") if (checked / "result.json").exists() else None
+
+
+def soak(release: str, out: Path, docs: Path, duration: str, workload: Path) -> dict:
+    """Soak the release through the Python SDK, then Spark-check the log; the check's result goes to docs/."""
+    result, checked = soaked(release, out / f"soak-{release}", duration, workload)
+    if checked is not None:
+        shutil.copy(checked, docs / f"soak-checks-{release}.json")
     print(f"{release} soak: {result}", flush=True)
     return result
+
+
+FAULTED_CLUSTER = "2m,sync-flush"
+FAULTED_NEMESIS = "kill,pause,every=60s,down=10s,seed=1"
+"""The faulted soak's cluster and schedule (issue 50): two masters, each send answered once on disk, a broker
+SIGKILLed and started again on its store or SIGSTOPped for 10 s, one a minute, the kinds in turn (seed 1 replays
+it)."""
+
+
+def faulted_soak(release: str, out: Path, docs: Path, duration: str, workload: Path) -> dict:
+    """Soak a two-master cluster of the release under the nemesis, Spark-check the log, and write what a reader of
+    docs/real-matrix/ needs (topology, schedule, recovery times, the checks) as ``faulted-soak-V.json``."""
+    folder = out / f"faulted-soak-{release}"
+    result, checked = soaked(release, folder, duration, workload, "--cluster", FAULTED_CLUSTER,
+                             "--nemesis", FAULTED_NEMESIS)
+    if checked is not None:
+        statement = faulted_statement(release, duration, workload, folder / "events" / "_soak.json", checked)
+        (docs / f"faulted-soak-{release}.json").write_text(json.dumps(statement, indent=2) + "\n")
+        result["passed"] = statement["checks"]["passed"]
+        result["recovery"] = {k: statement["nemesis"]["recovery"].get(k)
+                              for k in ("faults", "recovered", "p50_ms", "p99_ms", "max_ms")}
+    print(f"{release} faulted soak: {result}", flush=True)
+    return result
+
+
+def faulted_statement(release: str, duration: str, workload: Path, manifest_path: Path, result_path: Path) -> dict:
+    """The committed record of one faulted soak: its manifest's topology, nemesis (schedule, what was caused,
+    recovery times) and stats beside the checks' result."""
+    manifest = json.loads(manifest_path.read_text())
+    nemesis = manifest.get("nemesis") or {}
+    return {"release": release, "topology": nemesis.get("topology"), "nemesis": nemesis,
+            "soak_stats": manifest.get("stats"), "duration": duration, "workload": workload.name,
+            "time_scale": manifest.get("time_scale"), "stalls": {k: v for k, v in (manifest.get("stalls") or {}).items()
+                                                                 if k != "spans"},
+            "checks": json.loads(result_path.read_text())}
 
 
 if __name__ == "__main__":

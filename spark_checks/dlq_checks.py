@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .profiles import timing
-from .tables import _case, _in_crash_window, _members_changed, _per_group, client_retried, lives
+from .tables import _case, _crash_window_overlaps, _in_crash_window, _members_changed, _per_group, client_retried, lives
 from .verdicts import MSG_AND_GROUP, CheckResult, _at, _observed_count, _verdict, _violations
 
 
@@ -82,7 +82,9 @@ def check_dlq(e, ctx) -> CheckResult:
     attempt is judged when one client had every delivery (an attempt count is the client's, RETRY-5X-08), and
     a maximum reached without a DLQ only when that client was a push consumer up at the run's settle (or the
     log states no consumer, and the soak's manifest does not call the group ``simple``): one that died after its last failure never sent the message back, and a simple
-    consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07)."""
+    consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07). A DLQ before the maximum
+    with a stated crash window between the last logged delivery and it is counted apart
+    (``early_dlq_in_crash_window``): the fault may have lost the answer of a pop the broker counted."""
     from pyspark.sql import functions as F
 
     default_max = timing(ctx["profile"]).max_deliveries
@@ -102,7 +104,12 @@ def check_dlq(e, ctx) -> CheckResult:
     # log never saw (RETRY-5X-07: the server dead-letters by the delivery attempt)
     last = F.coalesce(F.col("last_attempt"), F.lit(0))  # a DLQ with no delivery logged is not at the maximum
     one_client = F.coalesce(F.col("one_client"), F.lit(True))
-    reason = (F.when(F.col("dlq_ts").isNotNull() & one_client & (last != max_d), F.lit("DLQ not at the maximum"))
+    # a fault's window between the last logged delivery and the DLQ may hide an attempt the broker counted: a pop
+    # whose answer a killed or paused broker, or its proxy, never brought back (issue 50)
+    unseen = (last < max_d) & _crash_window_overlaps(ctx, F.coalesce("last_delivery", "dlq_ts"), F.col("dlq_ts")) \
+        if ctx["crash_windows"] else F.lit(False)
+    early_dlq = F.col("dlq_ts").isNotNull() & one_client & (last != max_d)
+    reason = (F.when(early_dlq & ~unseen, F.lit("DLQ not at the maximum"))
               .when(F.col("dlq_ts").isNull() & one_client & stayed & (last >= max_d) & (F.col("successes") == 0),
                     F.lit("maximum reached without DLQ")))
     # named by its last delivery, or by its DLQ when it has none
@@ -112,5 +119,7 @@ def check_dlq(e, ctx) -> CheckResult:
                         _at("at", MSG_AND_GROUP),
                         ["run_id", "group", "msg_id", "deliveries", "dlq_ts", "last_delivery", "reason"])
     named = {name: g["max_deliveries"] for name, g in ctx["groups"].items() if g.get("max_deliveries")}
+    apart = {"early_dlq_in_crash_window": per.filter(early_dlq & unseen).count()} if ctx["crash_windows"] else {}
     return CheckResult("dlq_at_max", _verdict(n), ["RETRY-CONC-04", "RETRY-CONC-06", "RETRY-5X-07"],
-                       {"dead_letters": dead_letters(), "violations": n, "max_deliveries": default_max, **({"per_group": named} if named else {})}, ex)
+                       {"dead_letters": dead_letters(), "violations": n, "max_deliveries": default_max,
+                        **({"per_group": named} if named else {}), **apart}, ex)

@@ -264,6 +264,16 @@ def _in_stall(ctx, since, until):
     return F.exists(spans, lambda s: (s["a"] <= until + STALL_AFTER_MS) & (s["b"] >= since))
 
 
+def _crash_window_overlaps(ctx, since, until):
+    """True for a row of a group one of whose stated crash windows overlaps ``[since, until]``."""
+    from pyspark.sql import functions as F
+
+    test = F.lit(False)
+    for window in ctx["crash_windows"]:
+        test = test | ((F.col("g") == F.lit(window["g"])) & (since <= window["to_ms"]) & (until >= window["from_ms"]))
+    return test
+
+
 def _in_crash_window(ctx, ts):
     """True for a row of a group inside one of the crash windows the soak manifest states."""
     from pyspark.sql import functions as F

@@ -304,3 +304,27 @@ def test_a_simple_groups_message_at_its_maximum_without_a_dlq_is_not_judged(spar
     assert verdicts["push"]["verdict"] == "fail" and \
         [(x["msg_id"], x["reason"]) for x in verdicts["push"]["counterexamples"]] == [("m1", "maximum reached without DLQ")]
     assert verdicts["simple"]["verdict"] == "pass", verdicts["simple"]
+
+
+def test_a_dlq_before_the_maximum_is_not_judged_across_a_faults_window(spark, tmp_path) -> None:
+    """RETRY-5X-07: the server dead-letters by the attempt it counted, and a pop whose answer a killed or paused
+    broker never brought back is an attempt the log does not show (seen on a 5.5.0 cluster: a simple group's message
+    dead-lettered after two logged deliveries of three, a kill between them). A DLQ before the maximum with a stated
+    window between the last logged delivery and it is counted apart (``early_dlq_in_crash_window``); with no window,
+    or one before that delivery, ``dlq_at_max`` fails naming it."""
+    rows = [row("SEND_OK", 0, topic="T1", msg_id="m1", producer_seq=1, attempt=1),
+            *_consumed("m1", 1_000, ok=False), *_consumed("m1", 6_000, attempt=2, ok=False),
+            row("DLQ", 30_000, topic="T1", group="G1", msg_id="m1", attempt=2)]
+    groups = {"G1": {"topic": "T1", "fifo": False, "ladder_ms": [5000, 5000], "max_deliveries": 3, "kind": "push"}}
+    killed = {"group": "G1", "kind": "nemesis-kill", "why": "a broker killed"}
+    verdicts = {}
+    for name, windows in (("bare", []), ("before", [{**killed, "from_ms": 100, "to_ms": 900}]),
+                          ("between", [{**killed, "from_ms": 10_000, "to_ms": 20_000}])):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "_soak.json").write_text(json.dumps({"run_id": "r", "groups": groups, "crash_windows": windows}))
+        verdicts[name] = _checked(spark, path, rows)["dlq_at_max"]
+    for name in ("bare", "before"):
+        assert [(x["msg_id"], x["reason"]) for x in verdicts[name]["counterexamples"]] == \
+            [("m1", "DLQ not at the maximum")], verdicts[name]
+    assert verdicts["between"]["verdict"] == "pass" and verdicts["between"]["counts"]["early_dlq_in_crash_window"] == 1
