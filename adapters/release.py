@@ -113,6 +113,12 @@ def jars_of(release: str) -> ReleaseJars:
         raise TargetError(f"{RELEASE.text(release)}: {exc}") from None
 
 
+PORT_TRIES = 3
+"""How many times a release is started on freshly chosen ports when one of them was taken before it bound it."""
+PORT_TAKEN = "Address already in use"
+"""The cause a component's log gives when a port it was told to bind is taken (java.net.BindException)."""
+
+
 def start_cluster(release: str, home: Path, scale: float, overrides: tuple[tuple[str, str], ...] = (),
                   detached: bool = False, shape: Topology = Topology()) -> ReleaseCluster:
     """Resolve ``release`` and start it in ``home`` as ``shape``; a ``TargetError`` in one line when it cannot be
@@ -122,13 +128,21 @@ def start_cluster(release: str, home: Path, scale: float, overrides: tuple[tuple
     if not shape.single and not jars.has("broker"):
         raise TargetError(f"{RELEASE.text(release)}: a {shape.text} cluster starts each broker alone, and "
                           f"{jars.missing.get('broker') or 'no broker jar could be had'}")
-    plan = ReleasePlan(release, choose_ports(with_proxy, versions.key(release) >= versions.key("5.1.0"),
-                                             len(shape.nodes())),
-                       scale, home, with_proxy, overrides, shape)
-    try:
-        return ReleaseCluster(plan, jars, progress_to_stderr, detached=detached).start()
-    except ReleaseStartError as exc:
-        raise TargetError(f"{RELEASE.text(release)}: {exc}") from None
+    for tries_left in reversed(range(PORT_TRIES)):
+        plan = ReleasePlan(release, choose_ports(with_proxy, versions.key(release) >= versions.key("5.1.0"),
+                                                 len(shape.nodes())),
+                           scale, home, with_proxy, overrides, shape)
+        try:
+            return ReleaseCluster(plan, jars, progress_to_stderr, detached=detached).start()
+        except ReleaseStartError as exc:
+            if PORT_TAKEN in str(exc) and tries_left:
+                # a port found free was bound by another process before the component bound it (the suite's other
+                # jobs start servers too): the ports are chosen again, never the same component retried on them
+                progress_to_stderr(f"RocketMQ {release}: a port chosen for it was taken meanwhile ({PORT_TAKEN}); "
+                                   f"starting again on other ports ({tries_left} more tries)")
+                continue
+            raise TargetError(f"{RELEASE.text(release)}: {exc}") from None
+    raise AssertionError("unreachable: the last try raises")
 
 
 def shared_cluster(release: str) -> ReleaseCluster:

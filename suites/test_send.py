@@ -34,6 +34,20 @@ def _faults_here(target) -> list[str]:
     return outcomes
 
 
+def _attempt_at_the_budgets_edge(target, event, attempts: list[tuple[str, str]]) -> bool:
+    """Whether the last attempt followed a timed-out one that used the budget to the millisecond: the 4.9.8 loop
+    stops only when the cost is past the budget (``timeout < costTime``) and ``NettyRemotingClient.invokeSync`` still
+    writes a request with 0 ms left (both strict at rocketmq-all-4.9.8), which the broker may store though the client
+    no longer waits for it (seen through the Java 4.x client, against rmqc serve and a real 5.5.0 cluster, under
+    load). SEND-4X-02 forbids a retry with a budget of its own: the send would last two budgets (the client's timer,
+    in the target's milliseconds). A client that logs no invocation gets no such allowance."""
+    outcomes = [o for _, o in attempts]
+    if len(outcomes) < 2 or outcomes[-2] != "timeout" or "timeout" in outcomes[:-2]:
+        return False
+    invoked = [e.ts_ms for e in target.events() if e.key == event.key and e.kind == "SEND_INVOKE"]
+    return bool(invoked) and event.ts_ms - invoked[0] < 2 * send_rules.SEND_MSG_TIMEOUT_MS * target.client_timer_scale
+
+
 @pytest.mark.profile("remoting-4.x")
 @pytest.mark.spec("SEND-4X-01", "SEND-4X-02", "SEND-4X-03", "SEND-4X-04", "QSEL-02", "QSEL-03", "CLAIM-05")
 @given(data=st.data(), sends=st.integers(1, 4))
@@ -65,8 +79,10 @@ def test_sync_send_retry_goes_to_another_broker(make_target, data, sends):
             require(o in ("remoting", "1", "timeout"), "SEND-4X-02",
                     f"attempt {i_ + 1} ended {o} but the loop went on: {attempts}")
         last = outcomes[-1]
+        at_the_edge = _attempt_at_the_budgets_edge(target, event, attempts)
         if last == "0":
-            require(event.kind == "SEND_OK", "SEND-4X-04", f"{attempts} -> {event.kind}")
+            require(event.kind == "SEND_OK" or (at_the_edge and event.kind == "SEND_UNKNOWN"), "SEND-4X-04",
+                    f"{attempts} -> {event.kind}")
         if last == "timeout":
             require(event.kind in ("SEND_FAIL", "SEND_UNKNOWN"), "SEND-4X-02", f"timeout then {event.kind}")
         if last in ("2", "13"):
@@ -75,7 +91,7 @@ def test_sync_send_retry_goes_to_another_broker(make_target, data, sends):
         if last == "10":
             require(event.kind == "SEND_OK" and event.detail["status"] == "FLUSH_DISK_TIMEOUT", "SEND-4X-04",
                     f"FLUSH_DISK_TIMEOUT must be returned, not retried: {dict(event.detail)}")
-        if "timeout" in outcomes[:-1]:
+        if "timeout" in outcomes[:-1] and not at_the_edge:
             raise AssertionError(f"[SEND-4X-02] a timeout used the whole budget, yet the loop went on: {attempts}")
 
 
@@ -241,17 +257,10 @@ def test_latency_fault_tolerance_keeps_sends_off_a_stalled_broker(make_target):
     target.inject_send_fault("broker-a", "timeout", -1)
     event, attempts = _first_attempt_on(producer, target, "broker-a", "s")
     stalled_at = time.monotonic()
-    # the loop stops only when the cost is past the budget (``timeout < costTime``, strict at rocketmq-all-4.9.8):
-    # a first attempt that timed out after exactly the budget, to the millisecond, may be followed by one more with
-    # 0 ms left, which the broker may store though the client no longer waits for it (seen once through the Java 4.x
-    # client against rmqc serve under load: broker-b stored it, the send failed). What SEND-4X-02 forbids is a retry
-    # with a budget of its own: the send would last two budgets (the client's timer, in the target's milliseconds).
-    invoked = [e.ts_ms for e in target.events() if e.key == event.key and e.kind == "SEND_INVOKE"]
-    took_ms = event.ts_ms - invoked[0] if invoked else None  # a client that logs no invocation: one attempt only
-    one_more = took_ms is not None and took_ms < 2 * send_rules.SEND_MSG_TIMEOUT_MS * target.client_timer_scale
-    require(attempts[0] == ("broker-a", "timeout") and len(attempts) <= (2 if one_more else 1)
-            and (len(attempts) == 2 or event.kind in ("SEND_FAIL", "SEND_UNKNOWN")), "SEND-4X-02",
-            f"a timed-out attempt used the budget, yet after {took_ms} ms: {event.kind} {attempts}")
+    require(attempts[0] == ("broker-a", "timeout") and (
+        attempts[1:] == [] and event.kind in ("SEND_FAIL", "SEND_UNKNOWN")
+        or len(attempts) == 2 and _attempt_at_the_budgets_edge(target, event, attempts)), "SEND-4X-02",
+            f"a timed-out attempt used the budget, yet: {event.kind} {attempts}")
     isolated_for_ms = min(qsel_rules.not_available_duration(3000, v) for v in ("4.9.8", "5.1.4"))
     _later_sends_avoid_broker_a(producer, target, stalled_at, 4, isolated_for_ms, "timed out")
 

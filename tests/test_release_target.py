@@ -271,3 +271,45 @@ def test_the_release_record_of_a_source_built_release_is_a_valid_run_summary_par
     assert record["built_from_source_release"] == jars.built
     part = schema(SCHEMA)["properties"]["timing"]["properties"]["release"]
     jsonschema.Draft202012Validator(part).validate(record)
+
+
+def test_a_port_taken_before_the_release_bound_it_is_chosen_again(monkeypatch, tmp_path, capsys):
+    """A port found free can be bound by another process before the release binds it (make test's other jobs start
+    servers too: a CI run saw the 5.5.0 proxy exit with java.net.BindException). The release is started again on
+    freshly chosen ports, at most PORT_TRIES times; any other start-up error is reported at once."""
+    from adapters import release
+
+    class Jars:
+        def has(self, component: str) -> bool:
+            return True
+
+    tried: list[Ports] = []
+
+    def start(self: ReleaseCluster) -> ReleaseCluster:
+        tried.append(self.plan.ports)
+        if len(tried) < 3:
+            raise ReleaseStartError("RocketMQ 5.5.0 proxy exited with code 1 before it was ready; cause: "
+                                    "java.net.BindException: Address already in use")
+        return self
+
+    monkeypatch.setattr(release, "jars_of", lambda version: Jars())
+    monkeypatch.setattr(ReleaseCluster, "start", start)
+    started = release.start_cluster("5.5.0", tmp_path, 0.2)
+    assert len(tried) == 3 and len(set(tried)) == 3 and started.plan.ports == tried[-1]
+    assert capsys.readouterr().err.count("taken meanwhile") == 2
+
+    tried.clear()
+    with pytest.raises(TargetError, match="Address already in use"):  # PORT_TRIES, then the cause
+        monkeypatch.setattr(release, "PORT_TRIES", 2)
+        release.start_cluster("5.5.0", tmp_path, 0.2)
+    assert len(tried) == 2
+
+    def refused(self: ReleaseCluster) -> ReleaseCluster:
+        tried.append(self.plan.ports)
+        raise ReleaseStartError("RocketMQ 5.5.0 broker exited with code 1; cause: java.lang.OutOfMemoryError")
+
+    tried.clear()
+    monkeypatch.setattr(ReleaseCluster, "start", refused)
+    with pytest.raises(TargetError, match="OutOfMemoryError"):
+        release.start_cluster("5.5.0", tmp_path, 0.2)
+    assert len(tried) == 1
