@@ -18,9 +18,22 @@ def start_serve(time_scale: float, *extra: str) -> tuple[subprocess.Popen, str]:
                             str(time_scale), *extra], ROOT)
 
 
+STOP_S = 30.0
+"""How long ``rmqc serve`` may take to stop on SIGTERM (a one-second gRPC grace, then its brokers and name server)
+on a loaded machine: make test runs the project's tests at nice 10 beside the real-release jobs, where 10 s once ran
+out after a test had passed."""
+
+
 def stop_serve(process: subprocess.Popen) -> str:
+    """SIGTERM, and its output once it exits; killed, and an AssertionError saying so, when it outlasts ``STOP_S``."""
     process.terminate()
-    out, _ = process.communicate(timeout=10)
+    try:
+        out, _ = process.communicate(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate(timeout=10)
+        raise AssertionError(f"rmqc serve did not stop within {STOP_S:.0f} s of SIGTERM (killed); its last output: "
+                             f"{(out or '')[-1500:]}") from None
     return out
 
 
