@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from history.outcomes import NotApplicable
+from history.outcomes import Inconclusive, NotApplicable
 from history.profiles import BROKER_PROFILES
 from history.values import ListenerOutcome
 from reference_impl.rules import fifo as fifo_rules
@@ -86,6 +86,10 @@ def test_a_fifo_message_redelivered_by_the_server_is_counted_by_the_broker_and_t
     require([(v.key, v.delivery_attempt) for v in first] == [("a", 1)], "FIFO-06", f"first receive {first}")
     target.advance(3000)
     held = simple.receive(16, invisible_ms=10_000)
+    if held and target.now_ms() >= visible_again_at:  # a wall clock under load: the receive outlasted 'a's time
+        raise Inconclusive(f"FIFO-06: {[v.key for v in held]} handed out by a receive that ended "
+                           f"{target.now_ms() - visible_again_at} ms after 'a' was visible again: what it saw of the "
+                           "block is not known")
     require(held == [], "FIFO-06", f"{[v.key for v in held]} handed out while 'a' of the same group is in flight")
     target.advance(max(0, visible_again_at + 1000 - target.now_ms()))
     for pop, want in ((2, 1), (3, 2)):
