@@ -81,8 +81,9 @@ def check_dlq(e, ctx) -> CheckResult:
     is the one the group's consumers state (``consumers``), else the manifest's or the profile's. The last
     attempt is judged when one client had every delivery (an attempt count is the client's, RETRY-5X-08), and
     a maximum reached without a DLQ only when that client was a push consumer up at the run's settle (or the
-    log states no consumer, and the soak's manifest does not call the group ``simple``): one that died after its last failure never sent the message back, and a simple
-    consumer's message is dead-lettered at a receive that may never come (RETRY-5X-07). A DLQ before the maximum
+    log states no consumer, and the soak's manifest does not call the group ``simple``): one that died after its
+    last failure never sent the message back, and a simple consumer's message is dead-lettered at a receive that
+    may never come (RETRY-5X-07). A DLQ before the maximum
     with a stated crash window between the last logged delivery and it is counted apart
     (``early_dlq_in_crash_window``): the fault may have lost the answer of a pop the broker counted."""
     from pyspark.sql import functions as F

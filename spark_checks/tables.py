@@ -276,9 +276,4 @@ def _crash_window_overlaps(ctx, since, until):
 
 def _in_crash_window(ctx, ts):
     """True for a row of a group inside one of the crash windows the soak manifest states."""
-    from pyspark.sql import functions as F
-
-    test = F.lit(False)
-    for window in ctx["crash_windows"]:
-        test = test | ((F.col("g") == F.lit(window["g"])) & ts.between(window["from_ms"], window["to_ms"]))
-    return test
+    return _crash_window_overlaps(ctx, ts, ts)
